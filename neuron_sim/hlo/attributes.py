@@ -1,0 +1,362 @@
+"""Typed instruction attributes: how each known attribute's text becomes a value and back.
+
+Once parsed, ``dimensions`` is a tuple of ints, ``replica_groups`` a ReplicaGroups, ``window`` a
+Window. Attributes this table does not know (metadata, backend_config, sharding, anything a newer
+XLA adds) are kept as ``Raw`` text and printed verbatim, so printing loses nothing.
+
+Each codec's ``parse`` takes the attribute's value text and raises ``AttributeSyntaxError`` with
+an offset into that text; the parser turns the offset into file:line:col.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from neuron_sim.hlo.replica_groups import ReplicaGroupError, ReplicaGroups, SourceTargetPairs
+
+
+class AttributeSyntaxError(ValueError):
+    def __init__(self, message: str, offset: int = 0) -> None:
+        super().__init__(message)
+        self.offset = offset
+
+
+@dataclass(frozen=True)
+class Raw:
+    """An attribute value kept exactly as written."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class SliceDim:
+    start: int
+    limit: int
+    stride: int = 1
+
+
+@dataclass(frozen=True)
+class PadDim:
+    low: int
+    high: int
+    interior: int = 0
+
+
+@dataclass(frozen=True)
+class WindowDim:
+    size: int
+    stride: int = 1
+    pad_low: int = 0
+    pad_high: int = 0
+    lhs_dilation: int = 1
+    rhs_dilation: int = 1
+    reversal: bool = False
+
+
+@dataclass(frozen=True)
+class Window:
+    dims: tuple[WindowDim, ...]
+
+    def __str__(self) -> str:
+        if not self.dims:
+            return "{}"
+        fields = [("size", lambda d: str(d.size), lambda d: True)]
+        fields += [
+            ("stride", lambda d: str(d.stride), lambda d: d.stride != 1),
+            ("pad", lambda d: f"{d.pad_low}_{d.pad_high}", lambda d: d.pad_low or d.pad_high),
+            ("lhs_dilate", lambda d: str(d.lhs_dilation), lambda d: d.lhs_dilation != 1),
+            ("rhs_dilate", lambda d: str(d.rhs_dilation), lambda d: d.rhs_dilation != 1),
+            ("rhs_reversal", lambda d: str(int(d.reversal)), lambda d: d.reversal),
+        ]
+        parts = [f"{key}=" + "x".join(fmt(d) for d in self.dims)
+                 for key, fmt, needed in fields if any(needed(d) for d in self.dims)]
+        return "{" + " ".join(parts) + "}"
+
+
+@dataclass(frozen=True)
+class ConvDimLabels:
+    """Convolution dimension numbers, from ``dim_labels=b01f_01io->b01f``."""
+
+    input_batch: int
+    input_feature: int
+    input_spatial: tuple[int, ...]
+    kernel_input_feature: int
+    kernel_output_feature: int
+    kernel_spatial: tuple[int, ...]
+    output_batch: int
+    output_feature: int
+    output_spatial: tuple[int, ...]
+
+    def __str__(self) -> str:
+        def labels(rank: int, named: dict[int, str], spatial: tuple[int, ...]) -> str:
+            chars = ["?"] * rank
+            for dim, char in named.items():
+                chars[dim] = char
+            for i, dim in enumerate(spatial):
+                chars[dim] = str(i)
+            return "".join(chars)
+
+        n = len(self.input_spatial) + 2
+        lhs = labels(n, {self.input_batch: "b", self.input_feature: "f"}, self.input_spatial)
+        rhs = labels(n, {self.kernel_input_feature: "i", self.kernel_output_feature: "o"},
+                     self.kernel_spatial)
+        out = labels(n, {self.output_batch: "b", self.output_feature: "f"}, self.output_spatial)
+        return f"{lhs}_{rhs}->{out}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Codecs: text -> value and value -> text for each known attribute.
+
+_INT = re.compile(r"\s*-?\d+\s*")
+
+
+def _parse_int(text: str) -> int:
+    if not _INT.fullmatch(text):
+        raise AttributeSyntaxError(f"expected an integer, got '{text}'")
+    return int(text)
+
+
+def _parse_bool(text: str) -> bool:
+    if text not in ("true", "false"):
+        raise AttributeSyntaxError(f"expected true or false, got '{text}'")
+    return text == "true"
+
+
+def _parse_int_list(text: str) -> tuple[int, ...]:
+    stripped = text.strip()
+    if not (stripped.startswith("{") and stripped.endswith("}")):
+        raise AttributeSyntaxError(f"expected a list of integers in braces, got '{text}'")
+    body = stripped[1:-1].strip()
+    if not body:
+        return ()
+    values = []
+    offset = text.index("{") + 1
+    for item in body.split(","):
+        if not _INT.fullmatch(item):
+            raise AttributeSyntaxError(f"expected an integer, got '{item.strip()}'",
+                                       offset + text[offset:].find(item.strip()))
+        values.append(int(item))
+    return tuple(values)
+
+
+def _format_int_list(values: tuple[int, ...]) -> str:
+    return "{" + ",".join(str(v) for v in values) + "}"
+
+
+def _parse_string(text: str) -> str:
+    if len(text) < 2 or not (text.startswith('"') and text.endswith('"')):
+        raise AttributeSyntaxError(f"expected a quoted string, got {text}")
+    return _unescape(text[1:-1])
+
+
+def _unescape(body: str) -> str:
+    return re.sub(r'\\(.)', lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), body)
+
+
+def _format_string(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _parse_word(text: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9_.\-]+", text):
+        raise AttributeSyntaxError(f"expected a name, got '{text}'")
+    return text
+
+
+_SLICE_DIM = re.compile(r"\[\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*(-?\d+)\s*)?\]")
+
+
+def _parse_slice(text: str) -> tuple[SliceDim, ...]:
+    body = text.strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        raise AttributeSyntaxError("expected slice={[start:limit:stride], ...}")
+    dims = []
+    pos = text.index("{") + 1
+    inner = text[pos:text.rindex("}")]
+    for match in re.finditer(r"[^,\s][^,]*", inner):
+        m = _SLICE_DIM.fullmatch(match.group(0).strip())
+        if not m:
+            raise AttributeSyntaxError(f"expected [start:limit] or [start:limit:stride], got "
+                                       f"'{match.group(0).strip()}'", pos + match.start())
+        dims.append(SliceDim(int(m.group(1)), int(m.group(2)), int(m.group(3) or 1)))
+    return tuple(dims)
+
+
+def _format_slice(dims: tuple[SliceDim, ...]) -> str:
+    return "{" + ", ".join(
+        f"[{d.start}:{d.limit}" + (f":{d.stride}]" if d.stride != 1 else "]") for d in dims) + "}"
+
+
+def _parse_padding(text: str) -> tuple[PadDim, ...]:
+    if text.strip() in ("", "{}"):
+        return ()
+    dims = []
+    for part in text.split("x"):
+        numbers = part.split("_")
+        if len(numbers) not in (2, 3) or not all(_INT.fullmatch(n) for n in numbers):
+            raise AttributeSyntaxError(f"expected low_high or low_high_interior, got '{part}'",
+                                       max(text.find(part), 0))
+        dims.append(PadDim(*(int(n) for n in numbers)))
+    return tuple(dims)
+
+
+def _format_padding(dims: tuple[PadDim, ...]) -> str:
+    return "x".join(f"{d.low}_{d.high}" + (f"_{d.interior}" if d.interior else "")
+                    for d in dims)
+
+
+def _parse_window(text: str) -> Window:
+    body = text.strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        raise AttributeSyntaxError("expected window={size=... stride=... pad=...}")
+    inner = body[1:-1].strip()
+    if not inner:
+        return Window(())
+    fields: dict[str, list[str]] = {}
+    for item in inner.split():
+        key, _, value = item.partition("=")
+        if key not in ("size", "stride", "pad", "lhs_dilate", "rhs_dilate", "rhs_reversal"):
+            raise AttributeSyntaxError(f"unknown window field '{key}'", max(text.find(item), 0))
+        fields[key] = value.split("x")
+    if "size" not in fields:
+        raise AttributeSyntaxError("window has no size")
+    rank = len(fields["size"])
+    for key, values in fields.items():
+        if len(values) != rank:
+            raise AttributeSyntaxError(f"window {key} has {len(values)} dimensions, size has {rank}")
+    try:
+        dims = []
+        for i in range(rank):
+            pad = fields.get("pad", ["0_0"] * rank)[i].split("_")
+            dims.append(WindowDim(
+                size=int(fields["size"][i]),
+                stride=int(fields.get("stride", ["1"] * rank)[i]),
+                pad_low=int(pad[0]), pad_high=int(pad[1]),
+                lhs_dilation=int(fields.get("lhs_dilate", ["1"] * rank)[i]),
+                rhs_dilation=int(fields.get("rhs_dilate", ["1"] * rank)[i]),
+                reversal=fields.get("rhs_reversal", ["0"] * rank)[i] == "1"))
+    except (ValueError, IndexError) as exc:
+        raise AttributeSyntaxError(f"malformed window: {exc}") from None
+    return Window(tuple(dims))
+
+
+def _parse_dim_labels(text: str) -> ConvDimLabels:
+    m = re.fullmatch(r"([0-9bf]+)_([0-9io]+)->([0-9bf]+)", text)
+    if not m:
+        raise AttributeSyntaxError(f"expected dim_labels like b01f_01io->b01f, got '{text}'")
+
+    def split(labels: str, a: str, b: str) -> tuple[int, int, tuple[int, ...]]:
+        if labels.count(a) != 1 or labels.count(b) != 1:
+            raise AttributeSyntaxError(f"dim_labels '{labels}' needs exactly one '{a}' and '{b}'")
+        spatial = sorted((int(c), i) for i, c in enumerate(labels) if c.isdigit())
+        if [s for s, _ in spatial] != list(range(len(spatial))):
+            raise AttributeSyntaxError(f"dim_labels '{labels}' spatial dims are not 0..n-1")
+        return labels.index(a), labels.index(b), tuple(i for _, i in spatial)
+
+    lhs, rhs, out = m.groups()
+    if not len(lhs) == len(rhs) == len(out):
+        raise AttributeSyntaxError(f"dim_labels '{text}' parts have different ranks")
+    ib, if_, isp = split(lhs, "b", "f")
+    ki, ko, ksp = split(rhs, "i", "o")
+    ob, of, osp = split(out, "b", "f")
+    return ConvDimLabels(ib, if_, isp, ki, ko, ksp, ob, of, osp)
+
+
+def _parse_replica_groups(text: str) -> ReplicaGroups:
+    try:
+        return ReplicaGroups.from_text(text)
+    except ReplicaGroupError as exc:
+        raise AttributeSyntaxError(str(exc), getattr(exc, "offset", 0) or 0) from None
+
+
+def _parse_pairs(text: str) -> SourceTargetPairs:
+    try:
+        return SourceTargetPairs.from_text(text)
+    except ValueError as exc:
+        raise AttributeSyntaxError(str(exc), getattr(exc, "offset", 0) or 0) from None
+
+
+@dataclass(frozen=True)
+class Codec:
+    parse: Callable[[str], Any]
+    format: Callable[[Any], str]
+
+
+_INT_CODEC = Codec(_parse_int, str)
+_BOOL_CODEC = Codec(_parse_bool, lambda v: "true" if v else "false")
+_INT_LIST_CODEC = Codec(_parse_int_list, _format_int_list)
+_WORD_CODEC = Codec(_parse_word, str)
+_STRING_CODEC = Codec(_parse_string, _format_string)
+
+CODECS: dict[str, Codec] = {
+    "replica_groups": Codec(_parse_replica_groups, lambda v: v.to_text()),
+    "source_target_pairs": Codec(_parse_pairs, lambda v: v.to_text()),
+    "slice": Codec(_parse_slice, _format_slice),
+    "padding": Codec(_parse_padding, _format_padding),
+    "window": Codec(_parse_window, str),
+    "dim_labels": Codec(_parse_dim_labels, str),
+    "custom_call_target": _STRING_CODEC,
+    **{name: _INT_CODEC for name in (
+        "channel_id", "index", "iota_dimension", "index_vector_dim", "feature_group_count",
+        "batch_group_count", "exponent_bits", "mantissa_bits", "k")},
+    **{name: _BOOL_CODEC for name in (
+        "use_global_device_ids", "constrain_layout", "is_stable", "indices_are_sorted",
+        "unique_indices", "largest", "is_host_transfer", "is_cross_program_prefetch")},
+    **{name: _INT_LIST_CODEC for name in (
+        "dimensions", "dynamic_slice_sizes", "lhs_contracting_dims", "rhs_contracting_dims",
+        "lhs_batch_dims", "rhs_batch_dims", "offset_dims", "collapsed_slice_dims",
+        "start_index_map", "slice_sizes", "update_window_dims", "inserted_window_dims",
+        "scatter_dims_to_operand_dims", "operand_batching_dims", "start_indices_batching_dims",
+        "input_batching_dims", "scatter_indices_batching_dims", "fft_length",
+        "lhs_ragged_dims", "rhs_group_dims")},
+    **{name: _WORD_CODEC for name in (
+        "direction", "type", "kind", "distribution", "algorithm", "fft_type")},
+}
+
+# Attributes whose value names computations: '%comp' or '{%a, %b}'.
+COMPUTATION_ATTRIBUTES = frozenset({
+    "to_apply", "calls", "condition", "body", "true_computation", "false_computation",
+    "branch_computations", "called_computations", "select", "scatter", "comparator",
+})
+# Of those, the ones whose value is a list in braces.
+COMPUTATION_LIST_ATTRIBUTES = frozenset({"branch_computations", "called_computations"})
+
+# XLA's printing order, for attributes added by code (parsed attributes keep their order).
+ATTRIBUTE_ORDER = (
+    "kind", "index", "iota_dimension", "dimensions", "slice", "dynamic_slice_sizes", "padding",
+    "channel_id", "replica_groups", "source_target_pairs", "constrain_layout",
+    "use_global_device_ids", "window", "dim_labels", "feature_group_count", "batch_group_count",
+    "lhs_batch_dims", "lhs_contracting_dims", "rhs_batch_dims", "rhs_contracting_dims",
+    "offset_dims", "collapsed_slice_dims", "start_index_map", "index_vector_dim", "slice_sizes",
+    "update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims",
+    "indices_are_sorted", "unique_indices", "direction", "type", "is_stable", "distribution",
+    "algorithm", "exponent_bits", "mantissa_bits", "custom_call_target",
+    "condition", "body", "true_computation", "false_computation", "branch_computations",
+    "select", "scatter", "calls", "to_apply", "called_computations",
+    "sharding", "frontend_attributes", "control-predecessors", "metadata", "backend_config",
+)
+_ORDER_RANK = {name: i for i, name in enumerate(ATTRIBUTE_ORDER)}
+
+
+def attribute_rank(name: str) -> int:
+    """Where XLA prints ``name`` among an instruction's attributes (unknown ones go last)."""
+    return _ORDER_RANK.get(name, len(ATTRIBUTE_ORDER) - 2)
+
+
+def parse_attribute(name: str, text: str) -> Any:
+    """The typed value of attribute ``name`` written as ``text`` (Raw when the name is unknown)."""
+    codec = CODECS.get(name)
+    return codec.parse(text) if codec else Raw(text)
+
+
+def format_attribute(name: str, value: Any) -> str:
+    """The text of a typed attribute value, as XLA prints it."""
+    if isinstance(value, Raw):
+        return value.text
+    codec = CODECS.get(name)
+    return codec.format(value) if codec else str(value)

@@ -1,0 +1,490 @@
+"""The HLO IR: modules of computations of instructions.
+
+Small on purpose (after torch.fx): an instruction knows its operands and its users, and the only
+mutations are the ones passes need — replace uses, replace an instruction, add, remove, clone.
+Attributes are typed once parsed (see attributes.py); computation-valued attributes hold the
+HloComputation itself, so renaming or cloning cannot leave a dangling name.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Iterable, Iterator
+
+from neuron_sim.hlo.attributes import (COMPUTATION_ATTRIBUTES, Raw, attribute_rank,
+                                       format_attribute)
+from neuron_sim.hlo.literals import Literal
+from neuron_sim.hlo.opcodes import Opcode
+from neuron_sim.hlo.shapes import Shape
+
+
+class HloError(ValueError):
+    """A malformed IR operation, naming the instruction involved."""
+
+
+class HloInstruction:
+    """One HLO instruction. Create through the constructor, then ``HloComputation.add``."""
+
+    def __init__(self, name: str, opcode: Opcode, shape: Shape,
+                 operands: Iterable["HloInstruction"] = (), attrs: dict[str, Any] | None = None,
+                 *, literal: Literal | None = None, parameter_number: int | None = None) -> None:
+        self.name = name
+        self.opcode = opcode
+        self.shape = shape
+        self.operands: list[HloInstruction] = []
+        self.attrs: dict[str, Any] = {}
+        self.literal = literal
+        self.parameter_number = parameter_number
+        self.users: dict[HloInstruction, None] = {}
+        self.parent: HloComputation | None = None
+        for operand in operands:
+            self.append_operand(operand)
+        for key, value in (attrs or {}).items():
+            self.set_attr(key, value)
+
+    # -- attributes --------------------------------------------------------------------------
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.attrs.get(name, default)
+
+    def has(self, name: str) -> bool:
+        return name in self.attrs
+
+    def set_attr(self, name: str, value: Any) -> None:
+        """Set an attribute; a new one is placed where XLA prints it."""
+        if name in self.attrs or not self.attrs:
+            self.attrs[name] = value
+            return
+        rank = attribute_rank(name)
+        items = list(self.attrs.items())
+        at = next((i for i, (k, _) in enumerate(items) if attribute_rank(k) > rank), len(items))
+        items.insert(at, (name, value))
+        self.attrs = dict(items)
+
+    def del_attr(self, name: str) -> None:
+        self.attrs.pop(name, None)
+
+    @property
+    def called_computations(self) -> list["HloComputation"]:
+        """Computations this instruction calls, in attribute order."""
+        called: list[HloComputation] = []
+        for key, value in self.attrs.items():
+            if key in COMPUTATION_ATTRIBUTES:
+                called.extend(value if isinstance(value, tuple) else (value,))
+        return called
+
+    @property
+    def to_apply(self) -> "HloComputation":
+        return self.attrs["to_apply"]
+
+    # Collective conveniences (typed views of the attributes every collective shares).
+    @property
+    def channel_id(self) -> int | None:
+        return self.attrs.get("channel_id")
+
+    @property
+    def replica_groups(self):
+        return self.attrs.get("replica_groups")
+
+    @property
+    def use_global_device_ids(self) -> bool:
+        return bool(self.attrs.get("use_global_device_ids", False))
+
+    @property
+    def dimensions(self) -> tuple[int, ...]:
+        return self.attrs.get("dimensions", ())
+
+    # -- operands and users ------------------------------------------------------------------
+    def operand(self, i: int) -> "HloInstruction":
+        return self.operands[i]
+
+    def append_operand(self, operand: "HloInstruction") -> None:
+        self.operands.append(operand)
+        operand.users[self] = None
+
+    def set_operand(self, i: int, new: "HloInstruction") -> None:
+        old = self.operands[i]
+        self.operands[i] = new
+        new.users[self] = None
+        if old not in self.operands:
+            old.users.pop(self, None)
+
+    def replace_operand_with(self, old: "HloInstruction", new: "HloInstruction") -> None:
+        """Every use of ``old`` among this instruction's operands becomes ``new``."""
+        for i, operand in enumerate(self.operands):
+            if operand is old:
+                self.operands[i] = new
+        old.users.pop(self, None)
+        new.users[self] = None
+
+    def drop_operands(self) -> None:
+        for operand in self.operands:
+            operand.users.pop(self, None)
+        self.operands = []
+
+    @property
+    def user_count(self) -> int:
+        return len(self.users)
+
+    def replace_all_uses_with(self, new: "HloInstruction") -> None:
+        """Make every user (and the root slot) use ``new`` instead; shapes must be compatible."""
+        if new is self:
+            return
+        if not self.shape.compatible(new.shape):
+            raise HloError(f"cannot replace uses of %{self.name} ({self.shape}) with "
+                           f"%{new.name} ({new.shape}): shapes differ")
+        for user in list(self.users):
+            user.replace_operand_with(self, new)
+        if self.parent is not None and self.parent.root is self:
+            self.parent.root = new
+
+    @property
+    def is_root(self) -> bool:
+        return self.parent is not None and self.parent.root is self
+
+    # -- text --------------------------------------------------------------------------------
+    def to_text(self, *, percent: bool = True, operand_shapes: bool = False) -> str:
+        """The instruction line as XLA prints it (without indentation or ROOT)."""
+        sigil = "%" if percent else ""
+        if self.opcode is Opcode.CONSTANT:
+            inside = self.literal.text if self.literal is not None else ""
+        elif self.opcode is Opcode.PARAMETER:
+            inside = str(self.parameter_number)
+        else:
+            inside = ", ".join(
+                (f"{op.shape} " if operand_shapes else "") + sigil + op.name
+                for op in self.operands)
+        parts = [f"{sigil}{self.name} = {self.shape} {self.opcode.spelling}({inside})"]
+        for key, value in self.attrs.items():
+            parts.append(f"{key}={self._format_attr(key, value, sigil)}")
+        return ", ".join(parts)
+
+    @staticmethod
+    def _format_attr(key: str, value: Any, sigil: str) -> str:
+        if key in COMPUTATION_ATTRIBUTES:
+            if isinstance(value, tuple):
+                return "{" + ", ".join(sigil + c.name for c in value) + "}"
+            return sigil + value.name
+        return format_attribute(key, value)
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def __repr__(self) -> str:
+        return f"<HloInstruction %{self.name} {self.opcode.spelling}>"
+
+    def structural_key(self, ids: dict["HloInstruction", int]) -> tuple:
+        """What makes two instructions the same, independent of object identity and names."""
+        attrs = tuple(
+            (k, tuple(c.name for c in v) if isinstance(v, tuple) and k in COMPUTATION_ATTRIBUTES
+             else v.name if k in COMPUTATION_ATTRIBUTES else v)
+            for k, v in self.attrs.items())
+        return (self.name, self.opcode, self.shape, tuple(ids[o] for o in self.operands), attrs,
+                self.literal.structural_key() if self.literal is not None else None,
+                self.parameter_number, self.is_root)
+
+
+class HloComputation:
+    """An ordered list of instructions with one root. Text order is a valid post order."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.instructions: list[HloInstruction] = []
+        self.root: HloInstruction | None = None
+        self.parent: HloModule | None = None
+        self.is_entry = False
+        self.trailing: str = ""  # e.g. ', execution_thread="..."' after the closing brace
+
+    def add(self, instruction: HloInstruction, *, name_hint: str | None = None) -> HloInstruction:
+        """Append ``instruction``; its name is made unique within the module."""
+        if instruction.parent is not None:
+            raise HloError(f"%{instruction.name} already belongs to {instruction.parent.name}")
+        if self.parent is not None:
+            instruction.name = self.parent.unique_name(name_hint or instruction.name)
+        instruction.parent = self
+        self.instructions.append(instruction)
+        return instruction
+
+    def add_before(self, instruction: HloInstruction, anchor: HloInstruction) -> HloInstruction:
+        """Add ``instruction`` just before ``anchor`` (keeps the list a valid post order)."""
+        self.add(instruction)
+        self.instructions.remove(instruction)
+        self.instructions.insert(self.instructions.index(anchor), instruction)
+        return instruction
+
+    @property
+    def parameters(self) -> list[HloInstruction]:
+        params = [i for i in self.instructions if i.opcode is Opcode.PARAMETER]
+        return sorted(params, key=lambda i: i.parameter_number)
+
+    def parameter(self, n: int) -> HloInstruction:
+        for inst in self.instructions:
+            if inst.opcode is Opcode.PARAMETER and inst.parameter_number == n:
+                return inst
+        raise HloError(f"computation {self.name} has no parameter {n}")
+
+    def instruction(self, name: str) -> HloInstruction:
+        for inst in self.instructions:
+            if inst.name == name:
+                return inst
+        raise KeyError(f"computation {self.name} has no instruction %{name}")
+
+    def __iter__(self) -> Iterator[HloInstruction]:
+        return iter(self.instructions)
+
+    def __len__(self) -> int:
+        return len(self.instructions)
+
+    def post_order(self) -> list[HloInstruction]:
+        """Operands before users; ties keep text order."""
+        seen: set[HloInstruction] = set()
+        order: list[HloInstruction] = []
+        for start in self.instructions:
+            if start in seen:
+                continue
+            stack = [(start, iter(start.operands))]
+            seen.add(start)
+            while stack:
+                node, it = stack[-1]
+                for operand in it:
+                    if operand not in seen and operand.parent is self:
+                        seen.add(operand)
+                        stack.append((operand, iter(operand.operands)))
+                        break
+                else:
+                    stack.pop()
+                    order.append(node)
+        return order
+
+    def remove(self, instruction: HloInstruction) -> None:
+        """Remove an instruction that has no users and is not the root."""
+        if instruction.users:
+            raise HloError(f"cannot remove %{instruction.name}: it is used by "
+                           + ", ".join("%" + u.name for u in instruction.users))
+        if instruction is self.root:
+            raise HloError(f"cannot remove %{instruction.name}: it is the root of {self.name}")
+        instruction.drop_operands()
+        self.instructions.remove(instruction)
+        instruction.parent = None
+
+    def remove_with_dead_operands(self, instruction: HloInstruction) -> None:
+        """Remove ``instruction`` and every operand left without users (not parameters)."""
+        worklist = [instruction]
+        while worklist:
+            inst = worklist.pop()
+            if inst.users or inst is self.root or inst.parent is not self:
+                continue
+            if inst is not instruction and inst.opcode is Opcode.PARAMETER:
+                continue
+            operands = list(dict.fromkeys(inst.operands))
+            self.remove(inst)
+            worklist.extend(operands)
+
+    def replace_instruction(self, old: HloInstruction, new: HloInstruction) -> None:
+        """Replace every use of ``old`` by ``new`` (shapes checked), then remove ``old`` and the
+        operands only it used. ``new`` is added to the computation if it is not in one yet."""
+        if new.parent is None:
+            self.add_before(new, old)
+        old.replace_all_uses_with(new)
+        self.remove_with_dead_operands(old)
+
+    def to_text(self, *, percent: bool = True, operand_shapes: bool = False,
+                signature: bool = True) -> str:
+        sigil = "%" if percent else ""
+        head = ("ENTRY " if self.is_entry else "") + sigil + self.name
+        if signature:
+            # XLA prints the signature's shapes without layouts.
+            params = ", ".join(f"{p.name}: {p.shape.without_layout()}" for p in self.parameters)
+            head += f" ({params}) -> {self.root.shape.without_layout()}"
+        lines = [head + " {"]
+        for inst in self.instructions:
+            prefix = "ROOT " if inst is self.root else ""
+            lines.append("  " + prefix + inst.to_text(percent=percent,
+                                                      operand_shapes=operand_shapes))
+        lines.append("}" + self.trailing)
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"<HloComputation {self.name}: {len(self.instructions)} instructions>"
+
+
+class HloModule:
+    """A module: header attributes, optional debug sections, computations, one entry."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.header: dict[str, Raw | int | bool] = {}
+        self.sections: str = ""  # FileNames / FunctionNames / FileLocations / StackFrames, verbatim
+        self.computations: list[HloComputation] = []
+        self.entry: HloComputation | None = None
+        # How the text this module came from spelled things, so printing keeps the same style.
+        self.style_percent = True
+        self.style_operand_shapes = False
+        self.style_signatures = True
+
+    # -- header ------------------------------------------------------------------------------
+    @property
+    def replica_count(self) -> int:
+        return int(self.header.get("replica_count", 1))
+
+    @property
+    def num_partitions(self) -> int:
+        return int(self.header.get("num_partitions", 1))
+
+    # -- computations ------------------------------------------------------------------------
+    def add_computation(self, computation: HloComputation, *, entry: bool = False) -> HloComputation:
+        computation.name = self._unique_computation_name(computation.name)
+        computation.parent = self
+        self.computations.append(computation)
+        if entry:
+            if self.entry is not None:
+                self.entry.is_entry = False
+            self.entry = computation
+            computation.is_entry = True
+        return computation
+
+    def computation(self, name: str) -> HloComputation:
+        for comp in self.computations:
+            if comp.name == name:
+                return comp
+        raise KeyError(f"module {self.name} has no computation {name}")
+
+    def _unique_computation_name(self, name: str) -> str:
+        taken = {c.name for c in self.computations}
+        if name not in taken:
+            return name
+        for i in itertools.count(1):
+            if f"{name}.{i}" not in taken:
+                return f"{name}.{i}"
+        raise AssertionError
+
+    def unique_name(self, hint: str) -> str:
+        """``hint`` if no instruction has that name yet, else ``hint.N`` for the next free N."""
+        taken = {i.name for c in self.computations for i in c.instructions}
+        if hint not in taken:
+            return hint
+        base = hint.rsplit(".", 1)[0] if hint.rsplit(".", 1)[-1].isdigit() else hint
+        for i in itertools.count(1):
+            if f"{base}.{i}" not in taken:
+                return f"{base}.{i}"
+        raise AssertionError
+
+    def instructions(self) -> Iterator[HloInstruction]:
+        for comp in self.computations:
+            yield from comp.instructions
+
+    def callers(self) -> dict[HloComputation, list[HloInstruction]]:
+        """For each computation, the instructions that call it."""
+        result: dict[HloComputation, list[HloInstruction]] = {c: [] for c in self.computations}
+        for inst in self.instructions():
+            for called in inst.called_computations:
+                result.setdefault(called, []).append(inst)
+        return result
+
+    def post_order_computations(self) -> list[HloComputation]:
+        """Callees before callers (XLA's MakeComputationPostOrder)."""
+        order: list[HloComputation] = []
+        seen: set[HloComputation] = set()
+
+        def visit(comp: HloComputation) -> None:
+            if comp in seen:
+                return
+            seen.add(comp)
+            for inst in comp.instructions:
+                for called in inst.called_computations:
+                    visit(called)
+            order.append(comp)
+
+        for comp in self.computations:
+            visit(comp)
+        return order
+
+    def fusion_computations(self) -> set[HloComputation]:
+        return {c for inst in self.instructions() if inst.opcode is Opcode.FUSION
+                for c in inst.called_computations}
+
+    def next_channel_id(self) -> int:
+        """One more than the largest channel_id in the module (XLA's NextChannelId)."""
+        ids = [i.attrs["channel_id"] for i in self.instructions() if "channel_id" in i.attrs]
+        return max(ids, default=0) + 1
+
+    def remove_dead_computations(self) -> None:
+        reachable: set[HloComputation] = set()
+        stack = [self.entry] if self.entry else []
+        while stack:
+            comp = stack.pop()
+            if comp in reachable:
+                continue
+            reachable.add(comp)
+            for inst in comp.instructions:
+                stack.extend(inst.called_computations)
+        self.computations = [c for c in self.computations if c in reachable]
+
+    # -- copying -----------------------------------------------------------------------------
+    def clone(self) -> "HloModule":
+        """A deep copy: new computations and instructions, same names and attributes."""
+        copy = HloModule(self.name)
+        copy.header = dict(self.header)
+        copy.sections = self.sections
+        copy.style_percent = self.style_percent
+        copy.style_operand_shapes = self.style_operand_shapes
+        copy.style_signatures = self.style_signatures
+        comp_map: dict[HloComputation, HloComputation] = {}
+        for comp in self.computations:
+            new_comp = HloComputation(comp.name)
+            new_comp.trailing = comp.trailing
+            new_comp.parent = copy
+            new_comp.is_entry = comp.is_entry
+            copy.computations.append(new_comp)
+            comp_map[comp] = new_comp
+            if comp is self.entry:
+                copy.entry = new_comp
+
+        def remap(key: str, value: Any) -> Any:
+            if key not in COMPUTATION_ATTRIBUTES:
+                return value
+            if isinstance(value, tuple):
+                return tuple(comp_map[c] for c in value)
+            return comp_map[value]
+
+        for comp in self.computations:
+            new_comp = comp_map[comp]
+            inst_map: dict[HloInstruction, HloInstruction] = {}
+            for inst in comp.instructions:
+                new = HloInstruction(
+                    inst.name, inst.opcode, inst.shape, [inst_map[o] for o in inst.operands],
+                    literal=inst.literal, parameter_number=inst.parameter_number)
+                new.attrs = {k: remap(k, v) for k, v in inst.attrs.items()}
+                new.parent = new_comp
+                new_comp.instructions.append(new)
+                inst_map[inst] = new
+            new_comp.root = inst_map[comp.root] if comp.root is not None else None
+        return copy
+
+    def become(self, other: "HloModule") -> None:
+        """Take ``other``'s contents (used to commit a pass that ran on a clone)."""
+        self.__dict__.update(other.__dict__)
+        for comp in self.computations:
+            comp.parent = self
+
+    # -- text and comparison -----------------------------------------------------------------
+    def to_text(self) -> str:
+        from neuron_sim.hlo.printer import print_module
+        return print_module(self)
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def structural_key(self) -> tuple:
+        """Equal for two modules that have the same computations, instructions and attributes."""
+        comps = []
+        for comp in self.computations:
+            ids = {inst: i for i, inst in enumerate(comp.instructions)}
+            comps.append((comp.name, comp.is_entry, comp.trailing,
+                          tuple(inst.structural_key(ids) for inst in comp.instructions)))
+        return (self.name, tuple(self.header.items()), self.sections, tuple(comps))
+
+    def structurally_equal(self, other: "HloModule") -> bool:
+        return self.structural_key() == other.structural_key()
+
+    def __repr__(self) -> str:
+        return f"<HloModule {self.name}: {len(self.computations)} computations>"
