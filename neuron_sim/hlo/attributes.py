@@ -188,8 +188,10 @@ def _parse_slice(text: str) -> tuple[SliceDim, ...]:
 
 
 def _format_slice(dims: tuple[SliceDim, ...]) -> str:
-    return "{" + ", ".join(
-        f"[{d.start}:{d.limit}" + (f":{d.stride}]" if d.stride != 1 else "]") for d in dims) + "}"
+    # XLA writes the stride for every dimension once any dimension has one other than 1.
+    strided = any(d.stride != 1 for d in dims)
+    return "{" + ", ".join(f"[{d.start}:{d.limit}" + (f":{d.stride}]" if strided else "]")
+                           for d in dims) + "}"
 
 
 def _parse_padding(text: str) -> tuple[PadDim, ...]:
@@ -206,8 +208,9 @@ def _parse_padding(text: str) -> tuple[PadDim, ...]:
 
 
 def _format_padding(dims: tuple[PadDim, ...]) -> str:
-    return "x".join(f"{d.low}_{d.high}" + (f"_{d.interior}" if d.interior else "")
-                    for d in dims)
+    # XLA writes the interior amount for every dimension once any dimension has one.
+    interior = any(d.interior for d in dims)
+    return "x".join(f"{d.low}_{d.high}" + (f"_{d.interior}" if interior else "") for d in dims)
 
 
 def _parse_window(text: str) -> Window:

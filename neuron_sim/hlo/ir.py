@@ -142,7 +142,8 @@ class HloInstruction:
         return self.parent is not None and self.parent.root is self
 
     # -- text --------------------------------------------------------------------------------
-    def to_text(self, *, percent: bool = True, operand_shapes: bool = False) -> str:
+    def to_text(self, *, percent: bool = True, operand_shapes: bool = False,
+                index_comments: bool = True) -> str:
         """The instruction line as XLA prints it (without indentation or ROOT)."""
         sigil = "%" if percent else ""
         if self.opcode is Opcode.CONSTANT:
@@ -151,8 +152,9 @@ class HloInstruction:
             inside = str(self.parameter_number)
         else:
             inside = ", ".join(
-                (f"{op.shape} " if operand_shapes else "") + sigil + op.name
-                for op in self.operands)
+                (f"/*index={i}*/" if index_comments and i and i % 5 == 0 else "")
+                + (f"{op.shape} " if operand_shapes else "") + sigil + op.name
+                for i, op in enumerate(self.operands))
         parts = [f"{sigil}{self.name} = {self.shape} {self.opcode.spelling}({inside})"]
         for key, value in self.attrs.items():
             parts.append(f"{key}={self._format_attr(key, value, sigil)}")
@@ -288,7 +290,7 @@ class HloComputation:
         self.remove_with_dead_operands(old)
 
     def to_text(self, *, percent: bool = True, operand_shapes: bool = False,
-                signature: bool = True) -> str:
+                signature: bool = True, index_comments: bool = True) -> str:
         sigil = "%" if percent else ""
         head = ("ENTRY " if self.is_entry else "") + sigil + self.name
         if signature:
@@ -299,7 +301,8 @@ class HloComputation:
         for inst in self.instructions:
             prefix = "ROOT " if inst is self.root else ""
             lines.append("  " + prefix + inst.to_text(percent=percent,
-                                                      operand_shapes=operand_shapes))
+                                                      operand_shapes=operand_shapes,
+                                                      index_comments=index_comments))
         lines.append("}" + self.trailing)
         return "\n".join(lines)
 
@@ -320,6 +323,7 @@ class HloModule:
         self.style_percent = True
         self.style_operand_shapes = False
         self.style_signatures = True
+        self.style_index_comments = True  # '/*index=5*/' in long operand lists
 
     # -- header ------------------------------------------------------------------------------
     @property
@@ -428,6 +432,7 @@ class HloModule:
         copy.style_percent = self.style_percent
         copy.style_operand_shapes = self.style_operand_shapes
         copy.style_signatures = self.style_signatures
+        copy.style_index_comments = self.style_index_comments
         comp_map: dict[HloComputation, HloComputation] = {}
         for comp in self.computations:
             new_comp = HloComputation(comp.name)

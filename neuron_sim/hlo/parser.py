@@ -173,7 +173,8 @@ class _Parser:
         self.saw_percent = False
         self.saw_operand_shapes = False
         self.saw_signature = False
-        self.saw_unsigned = False
+        self.saw_index_comment = False
+        self.saw_long_operand_list = False
 
     # module ::= 'HloModule' name (',' attribute)* section* computation+
     def parse_module(self) -> HloModule:
@@ -214,6 +215,7 @@ class _Parser:
         module.style_percent = self.saw_percent
         module.style_operand_shapes = self.saw_operand_shapes
         module.style_signatures = self.saw_signature
+        module.style_index_comments = self.saw_index_comment or not self.saw_long_operand_list
         return module
 
     # section ::= ('FileNames' | 'FunctionNames' | 'FileLocations' | 'StackFrames') line*
@@ -233,7 +235,7 @@ class _Parser:
                 break
             pos = line_end + 1
         c.pos = min(pos, len(text))
-        return text[start:c.pos].rstrip("\n")
+        return text[start:c.pos].rstrip("\n") + "\n"
 
     # computation ::= 'ENTRY'? name signature? '{' instruction* '}' (',' attribute)*
     # signature   ::= '(' (name ':' shape (',' name ':' shape)*)? ')' '->' shape
@@ -352,8 +354,16 @@ class _Parser:
     # operands ::= (operand (',' operand)*)?     operand ::= shape? name
     def parse_operands(self, pending: _PendingInstruction) -> None:
         c = self.c
+        start = c.pos
         if c.accept(")"):
             return
+        self._parse_operand_list(pending)
+        if len(pending.operand_refs) > 5:
+            self.saw_long_operand_list = True
+            self.saw_index_comment |= "/*index=" in c.text[start:c.pos]
+
+    def _parse_operand_list(self, pending: _PendingInstruction) -> None:
+        c = self.c
         while True:
             c.skip()
             shape = None

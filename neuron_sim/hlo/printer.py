@@ -18,12 +18,13 @@ def print_header(module: HloModule) -> str:
 
 
 def print_module(module: HloModule) -> str:
-    """The module's text, ending in a newline."""
+    """The module's text; like XLA, every computation is followed by a blank line."""
     blocks = [print_header(module)]
     if module.sections:
         blocks.append(module.sections)
     for comp in module.computations:
         blocks.append(comp.to_text(percent=module.style_percent,
                                    operand_shapes=module.style_operand_shapes,
-                                   signature=module.style_signatures))
-    return "\n\n".join(blocks) + "\n"
+                                   signature=module.style_signatures,
+                                   index_comments=module.style_index_comments))
+    return "\n\n".join(blocks) + "\n\n"
