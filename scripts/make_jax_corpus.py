@@ -397,7 +397,7 @@ def _define_spmd_2d():
         return lax.dynamic_slice_in_dim(lax.psum(x, "x"), lax.axis_index("x") * k, k)
 
     spmd("spmd_ar_ds_x_2x4",
-         "AR+DS idiom over 'x' of a (2,4) mesh: dynamic_slice_in_dim(psum(x,'x'), axis_index('x')*2, 2)",
+         "AR+DS idiom over 'x' of a (2,4) mesh on a local [8,3]: dynamic_slice_in_dim(psum(x,'x'), axis_index('x')*4, 4)",
          ["psum", "all_reduce", "axis_index", "dynamic_slice", "ar_ds_idiom", "mesh2d"],
          ar_ds_x, [small(r("ardsx"), (8, 12))], in_specs=P(None, "y"), out_specs=P("x", "y"),
          check=check_ar_ds_x_2x4, **M24)
