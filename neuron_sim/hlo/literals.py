@@ -156,7 +156,8 @@ def parse_literal(shape: Shape, text: str) -> Any:
         else:
             flat = read_array(shape, 0)
         if len(flat) != shape.element_count:
-            raise fail(f"literal has {len(flat)} values but {shape} needs {shape.element_count}")
+            raise LiteralError(
+                f"literal has {len(flat)} values but {shape} needs {shape.element_count}", 0)
         dtype = shape.element_type.numpy_dtype
         if shape.element_type.is_float and dtype.itemsize < 4 or dtype.kind == "V":
             return np.array(flat, dtype=np.float64).astype(dtype).reshape(shape.dims)
