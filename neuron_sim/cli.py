@@ -24,7 +24,7 @@ EXIT_USAGE = 2
 # Packages that contribute subcommands, in help order. A package whose commands module is not
 # there yet is skipped; an import error inside one that is there is a bug and is raised.
 COMMAND_MODULES = ("neuron_sim.commands", "interpreter.commands", "passes.commands",
-                   "verify.commands")
+                   "verify.commands", "verify.symbolic.commands")
 
 
 class UsageError(Exception):
