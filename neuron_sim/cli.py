@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
-            if exc.name in (module_name, module_name.split(".")[0]):
+            if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
                 continue
             raise
         module.register(subparsers)

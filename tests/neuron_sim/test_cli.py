@@ -1,0 +1,95 @@
+"""The neuron-sim command: help, version, exit codes, one-line errors, and `check`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from neuron_sim import __version__
+from neuron_sim.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"neuron-sim {__version__}"
+
+
+def test_help_lists_check(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    assert "check" in capsys.readouterr().out
+
+
+def test_no_command_prints_help_and_exits_2(capsys):
+    assert main([]) == 2
+    assert "usage" in capsys.readouterr().out
+
+
+def test_unknown_option_is_usage_error(capsys):
+    assert main(["check", "--frobnicate"]) == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --frobnicate" in err and "Traceback" not in err
+
+
+def test_missing_file_is_one_line_exit_2(capsys, tmp_path):
+    assert main(["check", str(tmp_path / "nope.hlo")]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == f"neuron-sim: error: {tmp_path / 'nope.hlo'}: no such file"
+
+
+def test_parse_error_shows_location_line_and_caret(capsys, tmp_path):
+    bad = tmp_path / "bad.hlo"
+    bad.write_text("HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n  ROOT y = f32[2] negate(z)\n}\n")
+    assert main(["check", str(bad)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == (f"neuron-sim: error: {bad}:4:26: instruction %y uses %z, which is not "
+                        f"defined in computation e")
+    assert lines[1] == "  ROOT y = f32[2] negate(z)"
+    assert lines[2] == " " * 25 + "^"
+
+
+def test_debug_shows_traceback(capsys, tmp_path):
+    assert main(["--debug", "check", str(tmp_path / "nope.hlo")]) == 2
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_check_summarizes_collectives_with_group_mode(capsys):
+    path = EXAMPLES / "ar_ds_single_group_unsorted.hlo"
+    assert main(["check", str(path), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["computations"] == 2 and summary["instructions"] == 10
+    (collective,) = summary["collectives"]
+    # channel_id + use_global_device_ids=true on all-reduce: FlattenedID; R=1 so ids are partitions.
+    assert collective["group_mode"] == "FlattenedID"
+    assert collective["participant_groups"] == [[1, 0, 2, 3]]
+
+
+def test_check_rejects_groups_not_covering_the_devices(capsys, tmp_path):
+    text = (EXAMPLES / "ar_ds_single_group_sorted.hlo").read_text()
+    path = tmp_path / "m.hlo"
+    path.write_text(text.replace("num_partitions=4", "num_partitions=8"))
+    assert main(["check", str(path)]) == 2
+    assert "all-reduce" in capsys.readouterr().err
+
+
+def test_check_with_topology_override(capsys):
+    path = EXAMPLES / "delete_permute_real_all_reduce.hlo"
+    assert main(["check", str(path), "--replicas", "1", "--partitions", "4", "--json"]) == 0
+    (collective,) = json.loads(capsys.readouterr().out)["collectives"]
+    assert collective["participant_groups"] == [[0, 1], [2, 3]]
+
+
+def test_console_script_runs_as_a_process():
+    result = subprocess.run([sys.executable, "-m", "neuron_sim.cli", "--version"],
+                            capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0 and result.stdout.strip() == f"neuron-sim {__version__}"
