@@ -36,7 +36,7 @@ def test_no_command_prints_help_and_exits_2(capsys):
 
 
 def test_unknown_option_is_usage_error(capsys):
-    assert main(["check", "--frobnicate"]) == 2
+    assert main(["check", "m.hlo", "--frobnicate"]) == 2
     err = capsys.readouterr().err
     assert "unrecognized arguments: --frobnicate" in err and "Traceback" not in err
 
