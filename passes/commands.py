@@ -1,0 +1,136 @@
+"""Subcommands of the pass framework: ``opt`` (like XLA's hlo-opt) and ``passes``.
+
+    neuron-sim opt MODULE.hlo --passes a,b [-o OUT.hlo] [--json] [--explain]
+    neuron-sim passes [--json]
+
+``opt`` prints the rewritten module in XLA syntax on stdout (or writes it atomically with
+``-o``) and one line per rewrite on stderr. Errors (unknown pass, unreadable module, a pass
+that fails) are ValueErrors: the CLI prints them as one sentence and exits with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from neuron_sim.hlo import HloModule, parse_module_file
+from neuron_sim.io import atomic_write_text
+from passes.base import HloPass, PassPipeline, get_pass, list_passes
+
+
+def parse_pass_list(text: str) -> list[HloPass]:
+    """``"a,b"`` -> [get_pass("a"), get_pass("b")]; unknown names raise UnknownPassError."""
+    names = [name.strip() for name in text.split(",")]
+    if not text.strip() or any(not name for name in names):
+        raise ValueError(f"--passes {text!r} has an empty pass name; give a comma-separated list "
+                         "such as --passes aws_neuron_delete_permute,dce")
+    return [get_pass(name) for name in names]
+
+
+def explain_lines(pipeline_passes: list[HloPass], module: HloModule) -> list[str]:
+    """For every pass that can explain its matcher: why each candidate matched or not.
+
+    Only instructions that get past the matcher's first check (the opcode gate) are listed;
+    those in fusion computations are marked, since OpExpanderPass never visits them.
+    """
+    lines = []
+    fusion = module.fusion_computations()
+    for hlo_pass in pipeline_passes:
+        explain = getattr(hlo_pass, "explain", None)
+        if explain is None:
+            continue
+        for comp in module.computations:
+            for inst in comp.instructions:
+                where = " (in fusion computation %s: not visited)" % comp.name \
+                    if comp in fusion else ""
+                try:
+                    result = explain(inst)
+                except ValueError as exc:
+                    lines.append(f"{hlo_pass.name}: %{inst.name}{where}: the matcher raises: {exc}")
+                    continue
+                if result.check == 1:
+                    continue
+                verdict = "matches" if result.matched else \
+                    f"rejected at check {result.check}: {result.reason}"
+                lines.append(f"{hlo_pass.name}: %{inst.name}{where}: {verdict}")
+    return lines
+
+
+def _opt(args: argparse.Namespace) -> int:
+    pipeline_passes = parse_pass_list(args.passes)
+    module = parse_module_file(args.module)
+    explanations = explain_lines(pipeline_passes, module) if args.explain else []
+    pipeline = PassPipeline(pipeline_passes, name="opt")
+    changed = pipeline.run(module)
+    text = module.to_text()
+    if args.output:
+        atomic_write_text(args.output, text)
+    if args.json:
+        report = {
+            "input": args.module, "output": args.output, "module": module.name,
+            "changed": changed,
+            "passes": [{"name": p.name, "class": type(p).__name__, "changed": c,
+                        "rewrites": list(p.rewrites)} for p, c in pipeline.results],
+        }
+        if args.explain:
+            report["explain"] = explanations
+        if not args.output:
+            report["text"] = text
+        json.dump(report, sys.stdout, indent=2)
+        print()
+        return 0
+    if not args.output:
+        sys.stdout.write(text)
+    for line in explanations:
+        print(line, file=sys.stderr)
+    for hlo_pass, pass_changed in pipeline.results:
+        if not pass_changed:
+            print(f"{hlo_pass.name}: no change", file=sys.stderr)
+        for line in hlo_pass.rewrites:
+            print(f"{hlo_pass.name}: {line}", file=sys.stderr)
+    if args.output:
+        print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def _passes(args: argparse.Namespace) -> int:
+    infos = list_passes()
+    if args.json:
+        json.dump([info.to_json() for info in infos], sys.stdout, indent=2)
+        print()
+        return 0
+    header = ("key", "class", "seed status", "contract")
+    rows = [(info.key, info.class_name, info.seed_status, info.contract) for info in infos]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    opt = subparsers.add_parser(
+        "opt", help="run passes on a module and print the result (like XLA's hlo-opt)",
+        description="Parse MODULE.hlo, run the comma-separated passes in order (all or nothing: "
+                    "if one fails the module is unchanged and the command exits with 2), print "
+                    "the rewritten module in XLA syntax and one line per rewrite on stderr.")
+    opt.add_argument("module", metavar="MODULE.hlo")
+    opt.add_argument("--passes", required=True, metavar="a,b",
+                     help="registry keys or class names; see `neuron-sim passes`")
+    opt.add_argument("-o", "--output", metavar="OUT.hlo",
+                     help="write the module here (atomically) instead of stdout")
+    opt.add_argument("--json", action="store_true",
+                     help="machine-readable report on stdout (module text under 'text')")
+    opt.add_argument("--explain", action="store_true",
+                     help="say, for each candidate of an explaining matcher, which check "
+                          "rejected it")
+    opt.set_defaults(handler=_opt)
+
+    listing = subparsers.add_parser(
+        "passes", help="list every pass: key, class, seed status, contract",
+        description="List every registered pass with its registry key, class, how faithfully "
+                    "it follows its seed (faithful / our reading / inferred) and its "
+                    "verification contract (exact / refinement / changes-results).")
+    listing.add_argument("--json", action="store_true",
+                         help="machine-readable list (adds seed section and summary)")
+    listing.set_defaults(handler=_passes)

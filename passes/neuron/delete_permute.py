@@ -1,0 +1,122 @@
+"""DeletePermute (key ``aws_neuron_delete_permute``) and a guarded variant for comparison.
+
+Seed: allreduce-reducescatter-dynamicslice-rewrites.txt, "DeletePermute — Degenerate-Collective
+Stripper". Despite its name the pass has nothing to do with transposes: its 19-byte matcher
+(@0x1f79470) accepts every all-reduce and every collective-permute, and its 45-byte expander
+(@0x1f79490) replaces the op with its operand 0. Faithful, unguarded, as in the binary: it
+deletes real, data-moving collectives too. The seed says the precondition (the collective is
+the identity: one replica, singleton groups, self-pairs) is enforced by *when* the pass is
+scheduled, outside the binary.
+
+An all-reduce or collective-permute with several operands has a tuple result that operand 0
+cannot replace; ``replace_instruction`` refuses the shape change, so the pass raises and leaves
+the module unchanged (XLA's ReplaceInstruction fails the same way).
+
+``DeletePermuteGuarded`` (key ``delete_permute_guarded``, seed status "inferred" from the
+scheduling rationale) fires only where the collective is provably the identity under the
+module's topology (``replica_count`` x ``num_partitions`` from its header, or the topology it is
+constructed with): one operand, and
+  * all-reduce: in its group mode every device is in a participant group of one;
+  * collective-permute: every device sends to itself (each pair is (f, f) and every device is a
+    target; a device that is no target would receive zeros).
+Groups that are invalid for the topology make it decline.
+"""
+
+from __future__ import annotations
+
+from neuron_sim.hlo.ir import HloInstruction
+from neuron_sim.hlo.opcodes import Opcode
+from neuron_sim.hlo.replica_groups import ReplicaGroups, SourceTargetPairs
+from neuron_sim.topology import (Topology, group_mode, participant_groups,
+                                 permute_pairs_flattened)
+from passes.base import OpExpanderPass, SeedStatus, register_pass
+
+SEED = "allreduce-reducescatter-dynamicslice-rewrites.txt § DeletePermute"
+DELETED_OPCODES = (Opcode.ALL_REDUCE, Opcode.COLLECTIVE_PERMUTE)
+
+
+def describe_deletion(old: HloInstruction, new: HloInstruction) -> str:
+    """``%all-reduce -> %x (deleted all-reduce, replica_groups={{0,1}})``."""
+    if old.opcode is Opcode.COLLECTIVE_PERMUTE:
+        pairs = old.get("source_target_pairs", SourceTargetPairs())
+        detail = f"source_target_pairs={pairs.to_text()}"
+    else:
+        groups = old.get("replica_groups", ReplicaGroups())
+        detail = f"replica_groups={groups.to_text()}"
+    return f"%{old.name} -> %{new.name} (deleted {old.opcode.spelling}, {detail})"
+
+
+@register_pass("aws_neuron_delete_permute")
+class DeletePermute(OpExpanderPass):
+    """all-reduce(x) -> x and collective-permute(x) -> x, unconditionally (as in the binary)."""
+
+    seed_status = SeedStatus.FAITHFUL
+    seed = SEED
+    summary = ("every all-reduce and collective-permute -> its operand 0; no guard, deletes "
+               "data-moving collectives too")
+
+    def matches(self, inst: HloInstruction) -> bool:
+        return inst.opcode in DELETED_OPCODES
+
+    def expand(self, inst: HloInstruction) -> HloInstruction:
+        return inst.operand(0)
+
+    def describe(self, old: HloInstruction, new: HloInstruction) -> str:
+        return describe_deletion(old, new)
+
+
+def is_identity_collective(inst: HloInstruction, topology: Topology) -> bool:
+    """True if ``inst`` (all-reduce or collective-permute) provably returns its operand on every
+    device of ``topology``."""
+    if inst.opcode not in DELETED_OPCODES or len(inst.operands) != 1:
+        return False
+    if not inst.operand(0).shape.compatible(inst.shape):
+        return False
+    try:
+        mode = group_mode(inst.opcode.spelling, inst.channel_id is not None,
+                          inst.use_global_device_ids)
+        if inst.opcode is Opcode.ALL_REDUCE:
+            groups = participant_groups(mode, inst.get("replica_groups", ReplicaGroups()),
+                                        topology)
+            covered = sorted(f for group in groups for f in group)
+            return (all(len(group) == 1 for group in groups)
+                    and covered == list(range(topology.num_devices)))
+        pairs = permute_pairs_flattened(mode, inst.get("source_target_pairs", SourceTargetPairs()),
+                                        topology)
+        return sorted(pairs) == [(f, f) for f in range(topology.num_devices)]
+    except ValueError:  # invalid groups or pairs for this topology: not provable
+        return False
+
+
+@register_pass("delete_permute_guarded")
+class DeletePermuteGuarded(OpExpanderPass):
+    """DeletePermute restricted to collectives that are the identity under the topology."""
+
+    seed_status = SeedStatus.INFERRED
+    seed = SEED + " (Considerations: the scheduling precondition)"
+    summary = ("DeletePermute only where the collective is the identity: singleton groups / "
+               "self-pairs under the module's topology")
+
+    def __init__(self, topology: Topology | None = None) -> None:
+        super().__init__()
+        self.topology = topology
+        self._module_topology: Topology | None = None
+
+    def run_on_module(self, module) -> bool:
+        self._module_topology = self.topology or Topology(module.replica_count,
+                                                          module.num_partitions)
+        return super().run_on_module(module)
+
+    def matches(self, inst: HloInstruction) -> bool:
+        topology = self._module_topology
+        if topology is None:  # called outside run: use the instruction's module header
+            module = inst.parent.parent if inst.parent is not None else None
+            topology = self.topology or Topology(module.replica_count if module else 1,
+                                                 module.num_partitions if module else 1)
+        return is_identity_collective(inst, topology)
+
+    def expand(self, inst: HloInstruction) -> HloInstruction:
+        return inst.operand(0)
+
+    def describe(self, old: HloInstruction, new: HloInstruction) -> str:
+        return describe_deletion(old, new)
