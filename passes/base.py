@@ -55,8 +55,9 @@ class UnknownPassError(ValueError):
 class HloPass:
     """A module-to-module transformation with XLA's ``run(module) -> changed`` contract.
 
-    Subclasses implement ``run_on_module`` (which may mutate the module it is given freely) and
-    call ``record`` once per rewrite. ``run`` gives them a clone, so a failure cannot leave a
+    Subclasses implement ``run_on_module`` (which may mutate the module it is given freely and
+    must return True if it changed anything: changes reported as none are discarded) and call
+    ``record`` once per rewrite. ``run`` gives them a clone, so a failure cannot leave a
     half-rewritten module behind.
     """
 

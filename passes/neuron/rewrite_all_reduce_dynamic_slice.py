@@ -69,8 +69,8 @@ def explain_single_group(inst: HloInstruction) -> MatchResult:
     """
     if inst.opcode is not Opcode.DYNAMIC_SLICE:
         return reject(log, inst, 1, REASONS[1])
-    all_reduce = inst.operand(0)
-    if all_reduce.opcode is not Opcode.ALL_REDUCE:
+    all_reduce = inst.operand(0) if inst.operands else None
+    if all_reduce is None or all_reduce.opcode is not Opcode.ALL_REDUCE:
         return reject(log, inst, 2, REASONS[2])
     info = get_slice_info_1d(inst)
     if not info.valid:

@@ -4,6 +4,8 @@ the registry."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import passes
 from neuron_sim.hlo import HloInstruction, Opcode, parse_module
@@ -86,6 +88,37 @@ def test_a_pass_that_raises_leaves_the_module_unchanged_and_says_which_pass():
     assert module.to_text() == before
     assert module.computations == computations  # the very same objects
     assert failing.rewrites == []
+
+
+CHAIN_HEADER = "HloModule chain\n\nENTRY %main (x: f32[4]) -> f32[4] {\n  %x = f32[4]{0} parameter(0)\n"
+
+
+def negate_chain(length: int) -> str:
+    lines = [f"  %n{i} = f32[4]{{0}} negate(%{'x' if i == 0 else f'n{i - 1}'})"
+             for i in range(length)]
+    lines[-1] = "  ROOT" + lines[-1][1:]
+    return CHAIN_HEADER + "\n".join(lines) + "\n}\n"
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 8).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n - 1))))
+def test_a_failure_after_any_number_of_rewrites_leaves_the_module_unchanged(case):
+    length, fail_at = case
+
+    class FailsAt(NegateToAbs):
+        name = "fails_at"
+
+        def expand(self, inst):
+            if len(self.expanded_names) == fail_at:
+                raise RuntimeError("boom")
+            return super().expand(inst)
+
+    module = parse_module(negate_chain(length))
+    before = module.to_text()
+    with pytest.raises(PassError):
+        FailsAt().run(module)
+    assert module.to_text() == before
+    assert sum(1 for i in module.entry.instructions if i.opcode is Opcode.NEGATE) == length
 
 
 def test_a_pass_that_changes_nothing_keeps_the_module_objects():
