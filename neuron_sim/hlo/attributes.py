@@ -331,9 +331,9 @@ COMPUTATION_LIST_ATTRIBUTES = frozenset({"branch_computations", "called_computat
 
 # XLA's printing order, for attributes added by code (parsed attributes keep their order).
 ATTRIBUTE_ORDER = (
-    "kind", "index", "iota_dimension", "dimensions", "slice", "dynamic_slice_sizes", "padding",
+    "kind", "index", "iota_dimension", "slice", "dynamic_slice_sizes", "padding",
     "channel_id", "replica_groups", "source_target_pairs", "constrain_layout",
-    "use_global_device_ids", "window", "dim_labels", "feature_group_count", "batch_group_count",
+    "use_global_device_ids", "dimensions", "window", "dim_labels", "feature_group_count", "batch_group_count",
     "lhs_batch_dims", "lhs_contracting_dims", "rhs_batch_dims", "rhs_contracting_dims",
     "offset_dims", "collapsed_slice_dims", "start_index_map", "index_vector_dim", "slice_sizes",
     "update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims",
