@@ -966,7 +966,7 @@ def _sort(ctx: _Context) -> Shape:
             raise _Invalid(f"sort operand {i} {_fmt(shape)} and operand 0 {_fmt(shapes[0])} have "
                            f"different dimensions")
     dims = ctx.dims_attr("dimensions")
-    if len(dims) != 1 or not 0 <= dims[0] < max(shapes[0].rank, 1):
+    if len(dims) != 1 or not 0 <= dims[0] < shapes[0].rank:
         raise _Invalid(f"sort dimensions {{{_join(dims)}}} must name one dimension of "
                        f"{_fmt(shapes[0])}")
     comparator = ctx.computation("to_apply")
@@ -1503,9 +1503,17 @@ def _ragged_all_to_all(ctx: _Context) -> Shape:
 
 @_rule(Opcode.COLLECTIVE_BROADCAST)
 def _collective_broadcast(ctx: _Context) -> Shape:
+    """The operands (a tuple if several), like all-reduce."""
     ctx.require_operands(at_least=1)
     _checked_group_size(ctx, uniform=True)
-    return ctx.array(0)
+    return _tuple_or_single(ctx.arrays())
+
+
+def _is_inplace_permute(ctx: _Context) -> bool:
+    """XLA's in-place collective-permute: (input buffer, output buffer, input offsets, output
+    offsets), the offsets being tuples; four plain arrays are a combined permute instead."""
+    return ctx.operand_count == 4 and not all(
+        isinstance(s, ArrayShape) for s in ctx.shapes())
 
 
 def _check_source_target_pairs(ctx: _Context, sync_opcode: Opcode) -> None:
@@ -1518,7 +1526,7 @@ def _check_source_target_pairs(ctx: _Context, sync_opcode: Opcode) -> None:
     ids = [i for pair in pairs.pairs for i in pair]
     limit = n if n > 1 else max(ids + [0]) + 1
     try:
-        if ctx.operand_count == 4:
+        if _is_inplace_permute(ctx):
             for i in ids:
                 if not 0 <= i < limit:
                     raise ReplicaGroupError(f"source-target id {i} is out of range 0..{limit - 1}")
@@ -1533,7 +1541,7 @@ def _collective_permute(ctx: _Context) -> Shape:
     """The operands (a tuple if several); the 4-operand in-place form returns operand 1."""
     ctx.require_operands(at_least=1)
     _check_source_target_pairs(ctx, Opcode.COLLECTIVE_PERMUTE)
-    if ctx.operand_count == 4 and not all(isinstance(s, ArrayShape) for s in ctx.shapes()):
+    if _is_inplace_permute(ctx):
         return ctx.shape(1)
     return _tuple_or_single(ctx.arrays())
 
@@ -1544,7 +1552,7 @@ def _collective_permute_start(ctx: _Context) -> Shape:
     elements are backend-defined and taken as declared (XLA does the same)."""
     ctx.require_operands(at_least=1)
     _check_source_target_pairs(ctx, Opcode.COLLECTIVE_PERMUTE)
-    if ctx.operand_count == 4 and not all(isinstance(s, ArrayShape) for s in ctx.shapes()):
+    if _is_inplace_permute(ctx):
         value = (ctx.shape(0), ctx.shape(1))
     else:
         operand = _tuple_or_single(ctx.arrays())
