@@ -1,0 +1,500 @@
+"""The data semantics of every HLO collective, as pure vectorized numpy functions.
+
+A per-device value is a stacked array ``x`` of shape ``(D, *shape)``: row ``f`` is the value on
+flattened device ``f = replica * P + partition``. A *group* is an ordered sequence of flattened
+ids (what ``neuron_sim.topology.participant_groups`` returns); the *position* of a device is its
+index in its group. Position decides where all-gather places a block, which shard reduce-scatter
+delivers and how all-to-all routes; groups need not be sorted.
+
+Every function here is pure (inputs are never modified, outputs never alias inputs) and
+vectorized over groups with numpy fancy indexing: the only Python loops run over group
+positions (the reduction fold), over groups sizes (all-reduce and collective-broadcast accept
+groups of different sizes) and, for large reductions, over cache-sized chunks of the elements.
+
+Conventions (SEMANTICS.md §3 is the authority):
+
+- **Reduction order**: a left fold over group positions 0..n-1,
+  ``acc = x[g[0]]; acc = combine(acc, x[g[i]])`` for ``i = 1..n-1``. It lives in one function,
+  :func:`fold_group`, shared by all-reduce and reduce-scatter, so that all-reduce followed by
+  a slice of block ``position`` equals reduce-scatter bit for bit.
+- ``combine`` must be elementwise: it receives two arrays of equal shape and dtype and returns
+  one array of that shape. The shape it sees is an implementation detail (a group axis is
+  prepended, and large operands are folded in flattened chunks), so it must not depend on it.
+- **Devices in no group** (possible only when the caller passes a subset of the groups) get an
+  all-zero output row from every function; so does a device that is no target of a
+  collective-permute. Zero means ``np.zeros`` of the output dtype (``False`` for bool).
+- Inconsistent input (ids out of range or repeated, group sizes that differ where the op needs
+  one size, a dimension that the group size does not divide...) raises ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "Combine",
+    "CombineMany",
+    "all_gather",
+    "all_reduce",
+    "all_reduce_variadic",
+    "all_to_all",
+    "all_to_all_tuple",
+    "collective_broadcast",
+    "collective_permute",
+    "fold_group",
+    "reduce_scatter",
+]
+
+Combine = Callable[[np.ndarray, np.ndarray], np.ndarray]
+"""A vectorized elementwise reduction, e.g. ``np.add``: (accumulator, next value) -> result."""
+
+CombineMany = Callable[[tuple[np.ndarray, ...], tuple[np.ndarray, ...]], Sequence[np.ndarray]]
+"""A variadic elementwise reduction: (accumulators, next values) -> new accumulators."""
+
+# Large reductions are folded chunk by chunk so that the accumulator and the gathered values of
+# one step stay in cache; a chunk holds about this many elements summed over all groups.
+_CHUNK_ELEMENTS = 1 << 16
+# ...but never fewer than this many elements per group, to bound the Python overhead.
+_MIN_CHUNK_PER_GROUP = 256
+
+
+# --------------------------------------------------------------------------------------------
+# The one reduction order.
+
+
+def fold_group(values: np.ndarray | Iterable[Any], combine: Callable[[Any, Any], Any]) -> Any:
+    """Reduce the values of one group's positions 0..n-1 with a left fold.
+
+    ``acc = values[0]``, then ``acc = combine(acc, values[i])`` for ``i = 1..n-1``. ``values``
+    is an array whose axis 0 is the group position, or any iterable of per-position values (the
+    collectives pass a lazy iterable so that only one position is gathered at a time). For a
+    variadic reduction the values are tuples of arrays and ``combine`` maps (accumulators,
+    values) to a tuple of new accumulators. The result never aliases ``values``.
+
+    This is the only implementation of the reduction order: all-reduce, variadic all-reduce and
+    reduce-scatter all fold through it.
+    """
+    items: Iterator[Any] = iter(values)
+    try:
+        acc = next(items)
+    except StopIteration:
+        raise ValueError("cannot reduce a group with no positions") from None
+    owned = False  # True once acc is an array this function created and may overwrite.
+    for item in items:
+        if owned and _can_update_in_place(combine, acc, item):
+            combine(acc, item, out=acc)  # type: ignore[call-arg]
+        else:
+            acc = combine(acc, item)
+            owned = True
+    if owned:
+        return acc if isinstance(acc, (tuple, np.ndarray)) else np.asarray(acc)
+    if isinstance(acc, tuple):
+        return tuple(np.array(a, copy=True) for a in acc)
+    return np.array(acc, copy=True)
+
+
+def _can_update_in_place(combine: Callable[..., Any], acc: Any, item: Any) -> bool:
+    """Whether ``combine(acc, item, out=acc)`` computes exactly ``combine(acc, item)``.
+
+    True for a binary numpy ufunc whose operands already have one shape and one dtype: the ufunc
+    then selects the same inner loop either way, so the bits are the same and a temporary is
+    saved.
+    """
+    return (
+        isinstance(combine, np.ufunc)
+        and combine.nin == 2
+        and combine.nout == 1
+        and isinstance(acc, np.ndarray)
+        and isinstance(item, np.ndarray)
+        and acc.dtype == item.dtype
+        and acc.shape == item.shape
+        and acc.flags.writeable
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Input checking and group tables.
+
+
+def _check_stacked(x: np.ndarray, what: str) -> np.ndarray:
+    if not isinstance(x, np.ndarray):
+        raise ValueError(f"{what} must be a numpy array stacked per device, got {type(x).__name__}")
+    if x.ndim < 1:
+        raise ValueError(f"{what} must have a leading device axis, got a 0-d array")
+    return x
+
+
+def _check_dim(dim: int, shape: tuple[int, ...], op: str) -> int:
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+        raise ValueError(f"{op} dimension must be an integer, got {dim!r}")
+    if not 0 <= dim < len(shape):
+        raise ValueError(
+            f"{op} dimension {dim} is out of range for an operand of rank {len(shape)} "
+            f"(shape {list(shape)})"
+        )
+    return int(dim)
+
+
+def _group_tables(
+    groups: Sequence[Sequence[int]], num_devices: int, op: str
+) -> tuple[list[np.ndarray], bool]:
+    """Check ``groups`` and return them as int64 matrices, one per group size, plus coverage.
+
+    Each matrix has shape (number of groups of that size, size); its rows are groups in their
+    original order and its columns are positions. The flag tells whether every device
+    0..num_devices-1 appears in some group (so the output needs no zero rows).
+    """
+    rows = _groups_as_arrays(groups, op)
+    sizes: dict[int, list[np.ndarray]] = {}
+    for index, row in enumerate(rows):
+        if row.size == 0:
+            raise ValueError(f"{op} group {index} is empty; every group needs at least one device")
+        sizes.setdefault(int(row.size), []).append(row)
+    tables = [np.stack(same) for same in sizes.values()]
+    covered = _check_ids(tables, num_devices, op, "group")
+    return tables, covered
+
+
+def _groups_as_arrays(groups: Sequence[Sequence[int]], op: str) -> list[np.ndarray]:
+    """One int64 array per group; the common case (all groups one size) converts in one call."""
+    try:
+        matrix = np.asarray(groups)
+    except (ValueError, TypeError):
+        matrix = None  # Ragged: groups of different sizes.
+    if matrix is not None and matrix.ndim == 2:
+        return list(_as_id_array(matrix, op))
+    if matrix is not None and matrix.ndim == 1 and matrix.size == 0:
+        return []
+    if matrix is not None and matrix.ndim != 1:
+        raise ValueError(f"{op} groups must be a sequence of sequences of device ids")
+    rows = []
+    for group in groups:
+        row = np.asarray(group)
+        if row.ndim != 1:
+            raise ValueError(f"{op} groups must be a sequence of sequences of device ids")
+        rows.append(_as_id_array(row, op))
+    return rows
+
+
+def _as_id_array(ids: np.ndarray, op: str) -> np.ndarray:
+    if ids.size and ids.dtype.kind not in "iu":
+        raise ValueError(f"{op} device ids must be integers, got values of dtype {ids.dtype}")
+    return ids.astype(np.int64, copy=False)
+
+
+def _check_ids(tables: list[np.ndarray], num_devices: int, op: str, noun: str) -> bool:
+    """Range and uniqueness check over all ids; returns whether they cover every device."""
+    if not tables:
+        return num_devices == 0
+    ids = np.concatenate([t.ravel() for t in tables])
+    bad = ids[(ids < 0) | (ids >= num_devices)]
+    if bad.size:
+        raise ValueError(
+            f"{op} {noun} names device {int(bad[0])}, which is out of range for "
+            f"{num_devices} devices (valid ids are 0..{num_devices - 1})"
+        )
+    counts = np.bincount(ids, minlength=num_devices)
+    repeated = np.flatnonzero(counts > 1)
+    if repeated.size:
+        raise ValueError(
+            f"{op} {noun}s name device {int(repeated[0])} more than once; each device may "
+            "appear at most once"
+        )
+    return bool(ids.size == num_devices)
+
+
+def _uniform_table(
+    groups: Sequence[Sequence[int]], num_devices: int, op: str
+) -> tuple[np.ndarray | None, bool]:
+    """The groups as one (groups, n) matrix; raises if their sizes differ. None if no groups."""
+    tables, covered = _group_tables(groups, num_devices, op)
+    if len(tables) > 1:
+        found = sorted(t.shape[1] for t in tables)
+        raise ValueError(
+            f"{op} needs all groups to have the same size, but found groups of sizes "
+            f"{', '.join(map(str, found))}"
+        )
+    return (tables[0] if tables else None), covered
+
+
+def _output(num_devices: int, shape: tuple[int, ...], dtype: Any, covered: bool) -> np.ndarray:
+    """A fresh per-device output; rows of devices in no group start as zeros."""
+    full = (num_devices, *shape)
+    return np.empty(full, dtype) if covered else np.zeros(full, dtype)
+
+
+# --------------------------------------------------------------------------------------------
+# Reductions: all-reduce, variadic all-reduce, reduce-scatter.
+
+
+def _reduce_table(
+    xs: tuple[np.ndarray, ...], table: np.ndarray, combine: Callable[..., Any], variadic: bool
+) -> tuple[np.ndarray, ...]:
+    """Fold every group of ``table`` (shape (groups, n)); returns (groups, *shape) arrays.
+
+    For a large operand the elements are folded in flattened chunks so that one step's working
+    set stays in cache; every element still sees exactly the fold of :func:`fold_group`.
+    """
+    num_groups, n = table.shape
+    shape = xs[0].shape[1:]
+    size = math.prod(shape)
+    flats = _flattened_views(xs)
+    per_group = max(_MIN_CHUNK_PER_GROUP, _CHUNK_ELEMENTS // num_groups)
+    if flats is None or size <= per_group:
+        return _fold_columns(xs, table, combine, variadic, (), (num_groups, *shape))
+    results: list[np.ndarray] | None = None
+    for start in range(0, size, per_group):
+        window = (slice(start, min(start + per_group, size)),)
+        parts = _fold_columns(
+            flats, table, combine, variadic, window, (num_groups, window[0].stop - start)
+        )
+        if results is None:
+            results = [np.empty((num_groups, size), p.dtype) for p in parts]
+        for result, part in zip(results, parts):
+            result[:, window[0]] = part
+    assert results is not None
+    return tuple(r.reshape(num_groups, *shape) for r in results)
+
+
+def _fold_columns(
+    xs: tuple[np.ndarray, ...],
+    table: np.ndarray,
+    combine: Callable[..., Any],
+    variadic: bool,
+    window: tuple[slice, ...],
+    expected_shape: tuple[int, ...],
+) -> tuple[np.ndarray, ...]:
+    """Fold the positions (columns of ``table``) of ``x[:, *window]`` for every group at once."""
+    n = table.shape[1]
+    if variadic:
+        items: Iterable[Any] = (
+            tuple(x[(table[:, i], *window)] for x in xs) for i in range(n)
+        )
+        parts = tuple(fold_group(items, combine))
+        if len(parts) != len(xs):
+            raise ValueError(
+                f"the variadic combine returned {len(parts)} arrays for {len(xs)} operands"
+            )
+    else:
+        (x,) = xs
+        parts = (fold_group((x[(table[:, i], *window)] for i in range(n)), combine),)
+    checked = []
+    for part in parts:
+        part = np.asarray(part)
+        if part.shape != expected_shape:
+            raise ValueError(
+                f"combine must be elementwise: it returned shape {list(part.shape)} for inputs "
+                f"of shape {list(expected_shape)}"
+            )
+        checked.append(part)
+    return tuple(checked)
+
+
+def _flattened_views(xs: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...] | None:
+    """Each ``x`` as a (D, elements) view without copying, or None if one cannot be viewed so."""
+    views = []
+    for x in xs:
+        view = x.view()
+        try:
+            view.shape = (x.shape[0], math.prod(x.shape[1:]))  # Raises rather than copying.
+        except AttributeError:
+            return None
+        views.append(view)
+    return tuple(views)
+
+
+def all_reduce(x: np.ndarray, groups: Sequence[Sequence[int]], combine: Combine) -> np.ndarray:
+    """Every participant receives the reduction of its group's values.
+
+    The reduction is the left fold of :func:`fold_group` over group positions. Groups may have
+    different sizes (XLA allows it for all-reduce). Returns a (D, *shape) array whose dtype is
+    the one ``combine`` produces (the input dtype when no group has two devices).
+    """
+    x = _check_stacked(x, "all-reduce operand")
+    tables, covered = _group_tables(groups, x.shape[0], "all-reduce")
+    reduced = [_reduce_table((x,), table, combine, variadic=False)[0] for table in tables]
+    dtype = reduced[0].dtype if reduced else x.dtype
+    out = _output(x.shape[0], x.shape[1:], dtype, covered)
+    for table, value in zip(tables, reduced):
+        out[table] = value[:, None]
+    return out
+
+
+def all_reduce_variadic(
+    xs: Sequence[np.ndarray], groups: Sequence[Sequence[int]], combine_many: CombineMany
+) -> list[np.ndarray]:
+    """All-reduce of several operands whose reduction mixes them (e.g. value-and-index argmax).
+
+    ``combine_many(accs, values)`` takes and returns tuples with one array per operand; the fold
+    order is that of :func:`fold_group`. The operands must share the device count and shape
+    (their dtypes may differ). Returns one (D, *shape) array per operand.
+    """
+    xs = tuple(_check_stacked(x, f"all-reduce operand {i}") for i, x in enumerate(xs))
+    if not xs:
+        raise ValueError("variadic all-reduce needs at least one operand")
+    for i, x in enumerate(xs[1:], start=1):
+        if x.shape != xs[0].shape:
+            raise ValueError(
+                f"variadic all-reduce operands must have one shape, but operand 0 is "
+                f"{list(xs[0].shape)} and operand {i} is {list(x.shape)} (device axis first)"
+            )
+    num_devices = xs[0].shape[0]
+    tables, covered = _group_tables(groups, num_devices, "all-reduce")
+    reduced = [_reduce_table(xs, table, combine_many, variadic=True) for table in tables]
+    dtypes = [r.dtype for r in reduced[0]] if reduced else [x.dtype for x in xs]
+    outs = [_output(num_devices, xs[0].shape[1:], dtype, covered) for dtype in dtypes]
+    for table, values in zip(tables, reduced):
+        for out, value in zip(outs, values):
+            out[table] = value[:, None]
+    return outs
+
+
+def reduce_scatter(
+    x: np.ndarray, groups: Sequence[Sequence[int]], dim: int, combine: Combine
+) -> np.ndarray:
+    """All-reduce, then split dimension ``dim`` into n blocks; position i receives block i.
+
+    ``dim`` counts operand dimensions (not the device axis). All groups must have one size n,
+    and n must divide the operand's dimension ``dim``.
+    """
+    x = _check_stacked(x, "reduce-scatter operand")
+    shape = x.shape[1:]
+    dim = _check_dim(dim, shape, "reduce-scatter")
+    table, covered = _uniform_table(groups, x.shape[0], "reduce-scatter")
+    if table is None:
+        raise ValueError("reduce-scatter needs at least one group to know its shard count")
+    num_groups, n = table.shape
+    block = _block_size(shape, dim, n, "reduce-scatter")
+    (reduced,) = _reduce_table((x,), table, combine, variadic=False)
+    # (groups, *before, n, block, *after) -> (groups, n, *before, block, *after)
+    shards = np.moveaxis(
+        reduced.reshape(num_groups, *shape[:dim], n, block, *shape[dim + 1 :]), 1 + dim, 1
+    )
+    out = _output(x.shape[0], (*shape[:dim], block, *shape[dim + 1 :]), reduced.dtype, covered)
+    out[table] = shards
+    return out
+
+
+def _block_size(shape: tuple[int, ...], dim: int, n: int, op: str) -> int:
+    if shape[dim] % n:
+        raise ValueError(
+            f"{op} dimension {dim} has size {shape[dim]}, which the group size {n} does not divide"
+        )
+    return shape[dim] // n
+
+
+# --------------------------------------------------------------------------------------------
+# Data movement: all-gather, all-to-all, collective-permute, collective-broadcast.
+
+
+def all_gather(x: np.ndarray, groups: Sequence[Sequence[int]], dim: int) -> np.ndarray:
+    """Concatenate the group's operands along ``dim``, in position order, on every participant.
+
+    Output dimension ``dim`` is n times the operand's; block i is the operand of position i.
+    All groups must have one size.
+    """
+    x = _check_stacked(x, "all-gather operand")
+    shape = x.shape[1:]
+    dim = _check_dim(dim, shape, "all-gather")
+    table, covered = _uniform_table(groups, x.shape[0], "all-gather")
+    if table is None:
+        raise ValueError("all-gather needs at least one group to know its output shape")
+    num_groups, n = table.shape
+    out_shape = (*shape[:dim], n * shape[dim], *shape[dim + 1 :])
+    # (groups, n, *shape) -> (groups, *before, n, shape[dim], *after) -> merge n into dim.
+    gathered = np.moveaxis(x[table], 1, 1 + dim).reshape(num_groups, *out_shape)
+    out = _output(x.shape[0], out_shape, x.dtype, covered)
+    out[table] = gathered[:, None]
+    return out
+
+
+def all_to_all(x: np.ndarray, groups: Sequence[Sequence[int]], dim: int) -> np.ndarray:
+    """Array all-to-all: block j of every operand (split along ``dim``) goes to position j.
+
+    Each participant concatenates the blocks it receives along ``dim`` in source-position order,
+    so the output shape equals the input shape. All groups must have one size n dividing the
+    operand's dimension ``dim``.
+    """
+    x = _check_stacked(x, "all-to-all operand")
+    shape = x.shape[1:]
+    dim = _check_dim(dim, shape, "all-to-all")
+    table, covered = _uniform_table(groups, x.shape[0], "all-to-all")
+    out = _output(x.shape[0], shape, x.dtype, covered)
+    if table is None:
+        return out
+    num_groups, n = table.shape
+    block = _block_size(shape, dim, n, "all-to-all")
+    # sent[g, i, *before, j, b, *after] is block j of source position i; the receiver j wants
+    # it at [g, j, *before, i, b, *after]: swap the source and destination axes.
+    sent = x[table].reshape(num_groups, n, *shape[:dim], n, block, *shape[dim + 1 :])
+    out[table] = np.swapaxes(sent, 1, 2 + dim).reshape(num_groups, n, *shape)
+    return out
+
+
+def all_to_all_tuple(xs: Sequence[np.ndarray], groups: Sequence[Sequence[int]]) -> list[np.ndarray]:
+    """Tuple all-to-all: output element j on position i is operand i of position j.
+
+    The operand count must equal the group size n, and the operands must share one shape and
+    dtype (every output element receives operands of several indices).
+    """
+    xs = [_check_stacked(x, f"all-to-all operand {i}") for i, x in enumerate(xs)]
+    if not xs:
+        raise ValueError("tuple all-to-all needs at least one operand")
+    for i, x in enumerate(xs[1:], start=1):
+        if x.shape != xs[0].shape or x.dtype != xs[0].dtype:
+            raise ValueError(
+                "tuple all-to-all operands must share one shape and dtype, but operand 0 is "
+                f"{xs[0].dtype}{list(xs[0].shape)} and operand {i} is {x.dtype}{list(x.shape)}"
+            )
+    num_devices, shape = xs[0].shape[0], xs[0].shape[1:]
+    table, covered = _uniform_table(groups, num_devices, "all-to-all")
+    outs = [_output(num_devices, shape, xs[0].dtype, covered) for _ in xs]
+    if table is None:
+        return outs
+    n = table.shape[1]
+    if n != len(xs):
+        raise ValueError(
+            f"tuple all-to-all has {len(xs)} operands but groups of size {n}; they must be equal"
+        )
+    stacked = np.stack(xs, axis=1)  # stacked[f, i] is operand i of device f.
+    positions = np.arange(n)[None, :]
+    for j, out in enumerate(outs):
+        # Row table[g, i] receives operand i of device table[g, j].
+        out[table] = stacked[table[:, j][:, None], positions]
+    return outs
+
+
+def collective_permute(x: np.ndarray, pairs: Sequence[tuple[int, int]]) -> np.ndarray:
+    """The operand on each source goes to its target; a device that is no target gets zeros.
+
+    ``pairs`` are (source, target) flattened ids; each id may be a source at most once and a
+    target at most once (a device may be both, and may send to itself).
+    """
+    x = _check_stacked(x, "collective-permute operand")
+    num_devices = x.shape[0]
+    table = np.asarray(pairs)
+    if table.size == 0:
+        return np.zeros(x.shape, x.dtype)
+    if table.ndim != 2 or table.shape[1] != 2:
+        raise ValueError("collective-permute pairs must be a sequence of (source, target) pairs")
+    table = _as_id_array(table, "collective-permute")
+    sources, targets = table[:, 0], table[:, 1]
+    _check_ids([sources], num_devices, "collective-permute", "source")
+    covered = _check_ids([targets], num_devices, "collective-permute", "target")
+    out = _output(num_devices, x.shape[1:], x.dtype, covered)
+    out[targets] = x[sources]
+    return out
+
+
+def collective_broadcast(x: np.ndarray, groups: Sequence[Sequence[int]]) -> np.ndarray:
+    """Position 0 of each group sends its operand to the whole group; others get zeros."""
+    x = _check_stacked(x, "collective-broadcast operand")
+    tables, covered = _group_tables(groups, x.shape[0], "collective-broadcast")
+    out = _output(x.shape[0], x.shape[1:], x.dtype, covered)
+    for table in tables:
+        out[table] = x[table[:, 0]][:, None]
+    return out
