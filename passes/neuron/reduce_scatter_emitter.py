@@ -18,6 +18,8 @@ from neuron_sim.hlo.attributes import format_attribute
 from neuron_sim.hlo.ir import HloError, HloInstruction
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.replica_groups import ReplicaGroups
+from passes.base import OpExpanderPass
+from passes.neuron.pattern_helpers import MatchResult
 from passes.neuron.slice_info import get_slice_info_1d
 
 
@@ -57,3 +59,23 @@ def describe_reduce_scatter(ds: HloInstruction, rs: HloInstruction) -> str:
             f"dimensions={format_attribute('dimensions', rs.get('dimensions'))}, "
             f"replica_groups={rs.get('replica_groups').to_text()}, "
             f"channel_id={rs.get('channel_id')})")
+
+
+class ReduceScatterFold(OpExpanderPass):
+    """What both AllReduce+DynamicSlice passes share: the emitter (expand) and its log line.
+
+    The seed's two passes differ only in their matcher (vtable+0x40); a subclass supplies
+    ``explain(inst) -> MatchResult`` and inherits everything else.
+    """
+
+    def explain(self, inst: HloInstruction) -> MatchResult:
+        raise NotImplementedError
+
+    def matches(self, inst: HloInstruction) -> bool:
+        return self.explain(inst).matched
+
+    def expand(self, inst: HloInstruction) -> HloInstruction:
+        return emit_reduce_scatter(inst)
+
+    def describe(self, old: HloInstruction, new: HloInstruction) -> str:
+        return describe_reduce_scatter(old, new)

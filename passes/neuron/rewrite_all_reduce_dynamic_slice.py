@@ -38,10 +38,10 @@ import logging
 
 from neuron_sim.hlo.ir import HloError, HloInstruction
 from neuron_sim.hlo.opcodes import Opcode
-from passes.base import OpExpanderPass, SeedStatus, register_pass
+from passes.base import SeedStatus, register_pass
 from passes.neuron.pattern_helpers import (MATCHED, MatchResult, is_effective_scalar_constant,
                                            is_partition_id, reject, start_index_operand)
-from passes.neuron.reduce_scatter_emitter import describe_reduce_scatter, emit_reduce_scatter
+from passes.neuron.reduce_scatter_emitter import ReduceScatterFold
 from passes.neuron.slice_info import get_slice_info_1d
 
 log = logging.getLogger(__name__)
@@ -99,7 +99,7 @@ def explain_single_group(inst: HloInstruction) -> MatchResult:
 
 
 @register_pass("aws_neuron_rewrite_all_reduce_dynamic_slice")
-class RewriteAllReduceDynamicSlice(OpExpanderPass):
+class RewriteAllReduceDynamicSlice(ReduceScatterFold):
     """all-reduce + per-rank dynamic-slice (one replica group) -> reduce-scatter."""
 
     seed_status = SeedStatus.OUR_READING
@@ -109,12 +109,3 @@ class RewriteAllReduceDynamicSlice(OpExpanderPass):
 
     def explain(self, inst: HloInstruction) -> MatchResult:
         return explain_single_group(inst)
-
-    def matches(self, inst: HloInstruction) -> bool:
-        return self.explain(inst).matched
-
-    def expand(self, inst: HloInstruction) -> HloInstruction:
-        return emit_reduce_scatter(inst)
-
-    def describe(self, old: HloInstruction, new: HloInstruction) -> str:
-        return describe_reduce_scatter(old, new)

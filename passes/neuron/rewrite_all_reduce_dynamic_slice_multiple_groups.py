@@ -45,11 +45,11 @@ from neuron_sim.hlo.ir import HloInstruction
 from neuron_sim.hlo.literals import LiteralError
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import ArrayShape
-from passes.base import OpExpanderPass, SeedStatus, register_pass
+from passes.base import SeedStatus, register_pass
 from passes.neuron.offset_pools import expected_pools
 from passes.neuron.pattern_helpers import (MATCHED, MatchResult, is_effective_scalar_constant,
                                            is_partition_id, reject, start_index_operand)
-from passes.neuron.reduce_scatter_emitter import describe_reduce_scatter, emit_reduce_scatter
+from passes.neuron.reduce_scatter_emitter import ReduceScatterFold
 from passes.neuron.slice_info import get_slice_info_1d
 
 log = logging.getLogger(__name__)
@@ -160,7 +160,7 @@ def match_pool(pool: HloInstruction, groups: int, width: int, slice_size: int) -
 
 
 @register_pass("aws_neuron_rewrite_all_reduce_dynamic_slice_multiple_groups")
-class RewriteAllReduceDynamicSliceMultipleGroups(OpExpanderPass):
+class RewriteAllReduceDynamicSliceMultipleGroups(ReduceScatterFold):
     """all-reduce + pool-indexed per-rank dynamic-slice (equal-width groups) -> reduce-scatter."""
 
     seed_status = SeedStatus.OUR_READING
@@ -170,12 +170,3 @@ class RewriteAllReduceDynamicSliceMultipleGroups(OpExpanderPass):
 
     def explain(self, inst: HloInstruction) -> MatchResult:
         return explain_multiple_groups(inst)
-
-    def matches(self, inst: HloInstruction) -> bool:
-        return self.explain(inst).matched
-
-    def expand(self, inst: HloInstruction) -> HloInstruction:
-        return emit_reduce_scatter(inst)
-
-    def describe(self, old: HloInstruction, new: HloInstruction) -> str:
-        return describe_reduce_scatter(old, new)
