@@ -294,15 +294,18 @@ def _id_space(mode: GroupMode, topology: Topology) -> tuple[int, str, str]:
     return n, "replica", f"{n} replica{'s' * (n != 1)}"
 
 
+def _reject_empty_groups_in_flattened_id_mode(mode: GroupMode) -> None:
+    if mode is GroupMode.FLATTENED_ID:
+        raise ReplicaGroupError(
+            "replica_groups cannot be empty ({}) in FlattenedID mode (use_global_device_ids=true)"
+        )
+
+
 def _id_groups(mode: GroupMode, replica_groups: ReplicaGroups, topology: Topology) -> IntGroups:
     """The groups in the mode's ids, with ``{}`` expanded; ids must be in range and distinct."""
     n, noun, count = _id_space(mode, topology)
     if replica_groups.is_empty:
-        if mode is GroupMode.FLATTENED_ID:
-            raise ReplicaGroupError(
-                "replica_groups cannot be empty ({}) in FlattenedID mode "
-                "(use_global_device_ids=true)"
-            )
+        _reject_empty_groups_in_flattened_id_mode(mode)
         return (tuple(range(n)),)
     seen: set[int] = set()
     for group in replica_groups.groups:
@@ -419,11 +422,7 @@ def validate_replica_groups(
     """
     n, noun, count = _id_space(mode, topology)
     if replica_groups.is_empty:
-        if mode is GroupMode.FLATTENED_ID:
-            raise ReplicaGroupError(
-                "replica_groups cannot be empty ({}) in FlattenedID mode "
-                "(use_global_device_ids=true)"
-            )
+        _reject_empty_groups_in_flattened_id_mode(mode)
         return
     groups = replica_groups.groups
     seen: set[int] = set()
