@@ -212,6 +212,12 @@ EXPECTED_SHAPES = [
     ("misc_tokens", "tok2", "token[]"),
     ("misc_tokens", "barrier", "(f32[2,3], u64[2])"),
     ("misc_tokens", "size", "s32[]"),
+    ("decompositions", "top", "(f32[4,2], s32[4,2])"),
+    ("decompositions", "spectrum", "c64[4,5]"),    # RFFT: last dim 8/2+1
+    ("decompositions", "back", "f32[4,8]"),        # IRFFT: last dim fft_length
+    ("decompositions", "cfft", "c64[4,5]"),
+    ("decompositions", "chol", "f32[2,3,3]"),
+    ("decompositions", "solved", "f32[3,5]"),
 ]
 
 # Ops whose result dims (not just element type) are defined by the declared shape.
@@ -390,6 +396,144 @@ MALFORMED = [
     ("misc", "rbg", "(u64[2]{0}, u32[2,3]{1,0})", "(u64[3]{0}, u32[2,3]{1,0})", "rbg",
      "inferred shape (u64[2], u32[2,3])"),
     ("misc", "gds", "dimensions={0}", "dimensions={1}", "gds", "out of range for rank 1"),
+]
+
+
+# More malformed variants: one row per rule not exercised above.
+MALFORMED += [
+    # operands, results and attributes in general
+    ("control", "out", "add(fus, cl)", "add(fus, init)", "out",
+     "operand 1 must be an array, but %init has shape (s32[], f32[4])"),
+    ("shapes", "rshp", "f32[3,2]{1,0} reshape(x)", "(f32[3,2]{1,0}) reshape(x)", "rshp",
+     "the result of reshape must be an array"),
+    ("shapes", "cat", "concatenate(x, x, x)", "concatenate()", "cat",
+     "concatenate expects at least 1 operand but has 0"),
+    ("shapes", "ds", ", dynamic_slice_sizes={2,4}", "", "ds",
+     "dynamic-slice needs the attribute dynamic_slice_sizes"),
+    ("shapes", "rev", "dimensions={0,1}", "dimensions={1,1}", "rev",
+     "reverse dimensions {1,1} repeats a dimension"),
+    # elementwise
+    ("elementwise", "rp", "mantissa_bits=7", "mantissa_bits=-1", "rp", "mantissa_bits >= 0"),
+    ("elementwise", "p", "pred[] parameter(4)", "pred[3] parameter(4)", "sel",
+     "select's predicate pred[3] is neither a scalar nor of the branches' dimensions"),
+    ("elementwise", "clamp", "clamp(lo, a, lo)", "clamp(lo, i, lo)", "clamp",
+     "clamp min f32[] has a different element type from the operand s32[2,3]"),
+    ("elementwise", "same_width", "s32[2,3]{1,0} bitcast-convert(a)",
+     "c64[2,3]{1,0} bitcast-convert(a)", "same_width", "between complex and real types"),
+    # data movement
+    ("shapes", "sl", "slice={[1:4:2], [1:8:3]}", "slice={[1:4:2]}", "sl",
+     "slice has 1 entries but the operand has rank 2"),
+    ("shapes", "ds", "dynamic-slice(big, i, j)", "dynamic-slice(big, i, x)", "ds",
+     "start indices must be integral scalars, not f32[2,3]"),
+    ("shapes", "j", "s32[] parameter(3)", "s64[] parameter(3)", "ds",
+     "start indices must all have one type, but they mix s32 and s64"),
+    ("shapes", "dus", "dynamic-update-slice(big, ds, i, j)", "dynamic-update-slice(big, s, i, j)",
+     "dus", "the update f32[] has rank 0 but the operand f32[4,8] has rank 2"),
+    ("shapes", "cat", "dimensions={1}", "dimensions={1,0}", "cat",
+     "concatenate needs exactly one dimension"),
+    ("shapes", "cat", "dimensions={1}", "dimensions={2}", "cat",
+     "concatenate dimension 2 is out of range for rank 2"),
+    ("shapes", "pd", "padding=1_2_1x-1_0", "padding=1_2_1", "pd",
+     "padding has 1 entries but the operand has rank 2"),
+    ("shapes", "gte", "get-tuple-element(tup)", "get-tuple-element(x)", "gte",
+     "needs a tuple operand"),
+    ("shapes", "io", "s32[3,4]{1,0} iota()", "s32[] iota()", "io", "iota needs a result of rank >= 1"),
+    # gather / scatter
+    ("gather_scatter", "take", "gather(op, idx)", "gather(op, op)", "take",
+     "gather indices must be integral, not f32[5,3]"),
+    ("gather_scatter", "take", "index_vector_dim=1", "index_vector_dim=3", "take",
+     "index_vector_dim 3 must be in [0, 2]"),
+    ("gather_scatter", "take", "slice_sizes={1,3}", "slice_sizes={1}", "take",
+     "slice_sizes has 1 entries but the operand has rank 2"),
+    ("gather_scatter", "take", "slice_sizes={1,3}", "slice_sizes={1,4}", "take",
+     "slice_sizes[1] = 4 is outside [0, 3]"),
+    ("gather_scatter", "take", "collapsed_slice_dims={0}", "collapsed_slice_dims={}", "take",
+     "the operand's rank 2 must equal len(offset_dims)"),
+    ("gather_scatter", "bgather", "offset_dims={3,4}", "offset_dims={4,3}", "bgather",
+     "offset_dims {4,3} must be sorted"),
+    ("gather_scatter", "bgather", "collapsed_slice_dims={}", "collapsed_slice_dims={0}", "bgather",
+     "collapsed_slice_dims and operand_batching_dims overlap"),
+    ("gather_scatter", "bgather", "start_index_map={1}", "start_index_map={0}", "bgather",
+     "start_index_map and operand_batching_dims overlap"),
+    ("gather_scatter", "sc2", "scatter(op, opi, idx, upd, updi)",
+     "scatter(op, idx, idx, upd, updi)", "sc2",
+     "scatter operand 1 s32[4,1] and operand 0 f32[5,3] have different dimensions"),
+    ("gather_scatter", "sc", "scatter(op, idx, upd)", "scatter(op, idx, idx1)", "sc",
+     "updates 0 s32[4] must have rank 2"),
+    ("gather_scatter", "sc", "scatter_dims_to_operand_dims={0}",
+     "scatter_dims_to_operand_dims={0,1}", "sc",
+     "scatter_dims_to_operand_dims has 2 entries but dimension index_vector_dim=1 of the "
+     "indices has size 1"),
+    ("gather_scatter", "upd", "f32[4,3]", "f32[4,4]", "sc",
+     "updates 0 window dimension 1 has size 4, larger than the operand's 3"),
+    ("gather_scatter", "bsc", "inserted_window_dims={1}", "inserted_window_dims={0}", "bsc",
+     "inserted_window_dims and input_batching_dims overlap"),
+    ("gather_scatter", "bsc", "scatter_dims_to_operand_dims={1}",
+     "scatter_dims_to_operand_dims={0}", "bsc",
+     "scatter_dims_to_operand_dims and input_batching_dims overlap"),
+    # reductions, sort, map
+    ("reductions", "rw", "window={size=2x2 stride=2x2}", "window={size=0x2 stride=2x2}", "rw",
+     "window dimension 0 has non-positive size 0"),
+    ("reductions", "rw", "window={size=2x2 stride=2x2}", "window={size=2x2 stride=2x0}", "rw",
+     "window dimension 1 has non-positive stride 0"),
+    ("reductions", "rwl", "lhs_dilate=2x1", "lhs_dilate=0x1", "rwl",
+     "window dimension 0 has a dilation below 1"),
+    ("reductions", "r2", "to_apply=argmax", "to_apply=less2", "r2",
+     "to_apply less2 must return a tuple of 2 scalars but returns pred[]"),
+    ("reductions", "r", "reduce(x, zero)", "reduce(x, izero)", "r",
+     "to_apply add accumulates f32[] but init value 0 is s32[]"),
+    ("reductions", "r", "reduce(x, zero)", "reduce(ix, zero)", "r",
+     "parameter 1 of to_apply add has shape f32[] but input 0 has element type s32"),
+    ("reductions", "r", "reduce(x, zero)", "reduce(x, x)", "r",
+     "reduce init value 0 must be a scalar, not f32[4,6]"),
+    ("reductions", "r2", "reduce(x, ix, zero, izero)", "reduce(x, src, zero, izero)", "r2",
+     "reduce input 1 f32[2,3] and input 0 f32[4,6] have different dimensions"),
+    ("reductions", "sas", "select=ge", "select=less2", "sas",
+     "select less2 must take 2 parameters but takes 4"),
+    ("reductions", "srt", "to_apply=less2", "to_apply=argmax", "srt",
+     "comparator argmax must return pred[], not (f32[], s32[])"),
+    ("reductions", "srt", "sort(x, ix)", "sort(ix, x)", "srt",
+     "parameter 0 of comparator less2 is f32[] but must be s32[]"),
+    ("reductions", "mp", "map(x, x)", "map(x, src)", "mp",
+     "map operand 1 f32[2,3] and operand 0 f32[4,6] have different dimensions"),
+    ("reductions", "mp", "dimensions={0,1}", "dimensions={1,0}", "mp",
+     "must be every dimension in order"),
+    ("reductions", "mp", "to_apply=add", "to_apply=argmax", "mp",
+     "to_apply argmax takes 4 parameters but map has 2 operands"),
+    # linear algebra
+    ("linalg", "bmm", "rhs_contracting_dims={1}", "rhs_contracting_dims={}", "bmm",
+     "dot has 1 lhs contracting dims but 0 rhs contracting dims"),
+    ("linalg", "bmm2", "rhs_batch_dims={2}", "rhs_batch_dims={1}", "bmm2",
+     "batch dimension 1 of lhs f32[3,2,4] and 1 of rhs f32[4,5,2] have different sizes"),
+    ("linalg", "gconv", "feature_group_count=2", "feature_group_count=0", "gconv",
+     "must be positive"),
+    ("linalg", "gconv", "feature_group_count=2", "feature_group_count=2, batch_group_count=2",
+     "gconv", "cannot both exceed 1"),
+    ("linalg", "conv", "window={size=3x3 pad=1_1x1_1}", "window={size=3 pad=1_1}", "conv",
+     "the window has 1 dimensions but dim_labels has 2 spatial dimensions"),
+    ("linalg", "conv", "convolution(img, k)", "convolution(seq, k)", "conv",
+     "the lhs f32[2,3,10] must have rank 4"),
+    ("linalg", "imgb", "f32[4,7,7,1]", "f32[3,7,7,1]", "bconv",
+     "input batch 3 is not a multiple of batch_group_count 2"),
+    ("decompositions", "top", "k=2", "k=7", "top", "topk k=7 must be within the last dimension"),
+    ("decompositions", "spectrum", "fft_length={8}", "fft_length={6}", "spectrum",
+     "RFFT needs the innermost dims [8] to equal fft_length [6]"),
+    ("decompositions", "back", "fft(spectrum)", "fft(sig)", "back", "IRFFT needs a complex operand"),
+    ("decompositions", "cfft", "fft_type=FFT", "fft_type=DCT", "cfft", "unknown fft_type DCT"),
+    ("decompositions", "chol", "cholesky(spd)", "cholesky(b)", "chol",
+     "cholesky needs a float or complex batch of square matrices, not f32[3,5]"),
+    ("decompositions", "solved", "triangular-solve(a, b)", "triangular-solve(b, a)", "solved",
+     "is not square"),
+    # control flow and the rest
+    ("control_flow", "%copy", "f32[4]{0} copy(%x)", "s32[4]{0} convert(%x)", "switched",
+     "branch 1 (branch1) returns s32[4] but branch 0 (branch0) returns f32[4]"),
+    ("collectives", "ag_cr", "dimensions={0}", "dimensions={0,1}", "ag_cr",
+     "all-gather needs exactly one dimension"),
+    ("collectives", "ag_cr", "dimensions={0}", "dimensions={2}", "ag_cr",
+     "all-gather dimension 2 is out of range for operand 0 f32[8,4]"),
+    ("control", "tok", "after-all()", "after-all(x)", "tok", "after-all operand 0 must be a token"),
+    ("misc", "rbg", "(u64[2]{0}, u32[2,3]{1,0}) rng-bit-generator", "u32[2,3]{1,0} rng-bit-generator",
+     "rbg", "must return (state, bits)"),
 ]
 
 
@@ -682,3 +826,40 @@ ENTRY main {
     check_module(parse_module(text))
     assert_rejected(edit(text, "cp", "{{0,1},{1,0}}", "{{0,1},{1,1}}"), "cp",
                     "target 1 appears more than once")
+
+
+def test_reduce_scatter_dimension_must_divide_by_the_shard_count() -> None:
+    # ceil(7 / 2) = 4 matches the group size, yet 7 rows cannot be split four ways.
+    text = """HloModule rs, replica_count=4
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+ENTRY main {
+  x = f32[7]{0} parameter(0)
+  ROOT rs = f32[2]{0} reduce-scatter(x), replica_groups={{0,1,2,3}}, dimensions={0}, to_apply=add
+}
+"""
+    assert_rejected(text, "rs", "reduce-scatter dimension 0 of f32[7] is not divisible by the "
+                                "shard count 4")
+    check_module(parse_module(text.replace("f32[7]", "f32[8]")))
+
+
+def test_tuple_all_to_all_operands_must_share_a_shape() -> None:
+    text = """HloModule a2a, replica_count=2
+ENTRY main {
+  x = f32[4]{0} parameter(0)
+  y = f32[4]{0} parameter(1)
+  ROOT t = (f32[4]{0}, f32[4]{0}) all-to-all(x, y), replica_groups={{0,1}}
+}
+"""
+    check_module(parse_module(text))
+    bad = edit(edit(text, "y", "f32[4]{0}", "f32[5]{0}"), "t", "(f32[4]{0}, f32[4]{0})",
+               "(f32[4]{0}, f32[5]{0})")
+    assert_rejected(bad, "t", "all-to-all operand 1 f32[5] differs from operand 0 f32[4]")
+
+
+def test_compare_type_must_be_one_xla_knows() -> None:
+    text = edit(fixture_text("elementwise"), "cmp", "direction=LT", "direction=LT, type=PARTIAL")
+    assert_rejected(text, "cmp", "compare type PARTIAL is not FLOAT, TOTALORDER, SIGNED or UNSIGNED")
