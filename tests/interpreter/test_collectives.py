@@ -413,8 +413,9 @@ def permuted_groups_and_float32(draw):
 def test_all_reduce_then_slice_at_position_equals_reduce_scatter_bitwise(case):
     x, groups, dim = case
     n = len(groups[0])
-    reduced = all_reduce(x, groups, np.add)
-    scattered = reduce_scatter(x, groups, dim, np.add)
+    with np.errstate(all="ignore"):  # inf + -inf = NaN is part of the domain, not a problem
+        reduced = all_reduce(x, groups, np.add)
+        scattered = reduce_scatter(x, groups, dim, np.add)
     block = x.shape[1 + dim] // n
     for group in groups:
         for position, device in enumerate(group):
