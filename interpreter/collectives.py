@@ -20,6 +20,8 @@ Conventions (SEMANTICS.md §3 is the authority):
 - ``combine`` must be elementwise: it receives two arrays of equal shape and dtype and returns
   one array of that shape. The shape it sees is an implementation detail (a group axis is
   prepended, and large operands are folded in flattened chunks), so it must not depend on it.
+  Floating-point warnings (``inf + -inf``...) come from ``combine`` and are left to the
+  caller's ``np.errstate``.
 - **Devices in no group** (possible only when the caller passes a subset of the groups) get an
   all-zero output row from every function; so does a device that is no target of a
   collective-permute. Zero means ``np.zeros`` of the output dtype (``False`` for bool).
