@@ -8,7 +8,7 @@ delivers and how all-to-all routes; groups need not be sorted.
 
 Every function here is pure (inputs are never modified, outputs never alias inputs) and
 vectorized over groups with numpy fancy indexing: the only Python loops run over group
-positions (the reduction fold), over groups sizes (all-reduce and collective-broadcast accept
+positions (the reduction fold), over group sizes (all-reduce and collective-broadcast accept
 groups of different sizes) and, for large reductions, over cache-sized chunks of the elements.
 
 Conventions (SEMANTICS.md §3 is the authority):
@@ -21,7 +21,9 @@ Conventions (SEMANTICS.md §3 is the authority):
   one array of that shape. The shape it sees is an implementation detail (a group axis is
   prepended, and large operands are folded in flattened chunks), so it must not depend on it.
   Floating-point warnings (``inf + -inf``...) come from ``combine`` and are left to the
-  caller's ``np.errstate``.
+  caller's ``np.errstate``. The reductions return the dtype ``combine`` returns; HLO's
+  ``to_apply`` keeps the operand type, so a combine that widens (ml_dtypes' int4 ``maximum``
+  gives int8) must round back itself: the fold rounds at every step, not once at the end.
 - **Devices in no group** (possible only when the caller passes a subset of the groups) get an
   all-zero output row from every function; so does a device that is no target of a
   collective-permute. Zero means ``np.zeros`` of the output dtype (``False`` for bool).
@@ -92,11 +94,9 @@ def fold_group(values: np.ndarray | Iterable[Any], combine: Callable[[Any, Any],
         else:
             acc = combine(acc, item)
             owned = True
-    if owned:
-        return acc if isinstance(acc, (tuple, np.ndarray)) else np.asarray(acc)
-    if isinstance(acc, tuple):
-        return tuple(np.array(a, copy=True) for a in acc)
-    return np.array(acc, copy=True)
+    if isinstance(acc, (tuple, list)):  # Variadic: keep each operand's own dtype and shape.
+        return tuple(np.asarray(a) if owned else np.array(a, copy=True) for a in acc)
+    return np.asarray(acc) if owned else np.array(acc, copy=True)
 
 
 def _can_update_in_place(combine: Callable[..., Any], acc: Any, item: Any) -> bool:
@@ -175,8 +175,11 @@ def _groups_as_arrays(groups: Sequence[Sequence[int]], op: str) -> list[np.ndarr
         raise ValueError(f"{op} groups must be a sequence of sequences of device ids")
     rows = []
     for group in groups:
-        row = np.asarray(group)
-        if row.ndim != 1:
+        try:
+            row = np.asarray(group)
+        except (ValueError, TypeError):
+            row = None  # A group that is itself ragged.
+        if row is None or row.ndim != 1:
             raise ValueError(f"{op} groups must be a sequence of sequences of device ids")
         rows.append(_as_id_array(row, op))
     return rows
@@ -300,13 +303,35 @@ def _flattened_views(xs: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...] | Non
     """Each ``x`` as a (D, elements) view without copying, or None if one cannot be viewed so."""
     views = []
     for x in xs:
-        view = x.view()
+        flat = (x.shape[0], math.prod(x.shape[1:]))
         try:
-            view.shape = (x.shape[0], math.prod(x.shape[1:]))  # Raises rather than copying.
-        except AttributeError:
+            view = np.reshape(x, flat, copy=False)  # Raises ValueError rather than copying.
+        except ValueError:
             return None
+        except TypeError:  # numpy < 2.1 has no ``copy`` argument; assigning a shape never copies.
+            view = x.view()
+            try:
+                view.shape = flat
+            except AttributeError:
+                return None
         views.append(view)
     return tuple(views)
+
+
+def _reduced_dtypes(
+    tables: list[np.ndarray],
+    reduced: Sequence[tuple[np.ndarray, ...]],
+    xs: tuple[np.ndarray, ...],
+) -> list[np.dtype]:
+    """The output dtypes: what ``combine`` produced, or the operands' if it never ran.
+
+    A group of one device is copied without calling ``combine``, so with groups of several
+    sizes the dtypes come from a group that was actually combined.
+    """
+    for table, values in zip(tables, reduced):
+        if table.shape[1] > 1:
+            return [v.dtype for v in values]
+    return [x.dtype for x in xs]
 
 
 def all_reduce(x: np.ndarray, groups: Sequence[Sequence[int]], combine: Combine) -> np.ndarray:
@@ -319,7 +344,7 @@ def all_reduce(x: np.ndarray, groups: Sequence[Sequence[int]], combine: Combine)
     x = _check_stacked(x, "all-reduce operand")
     tables, covered = _group_tables(groups, x.shape[0], "all-reduce")
     reduced = [_reduce_table((x,), table, combine, variadic=False)[0] for table in tables]
-    dtype = reduced[0].dtype if reduced else x.dtype
+    (dtype,) = _reduced_dtypes(tables, [(r,) for r in reduced], (x,))
     out = _output(x.shape[0], x.shape[1:], dtype, covered)
     for table, value in zip(tables, reduced):
         out[table] = value[:, None]
@@ -347,7 +372,7 @@ def all_reduce_variadic(
     num_devices = xs[0].shape[0]
     tables, covered = _group_tables(groups, num_devices, "all-reduce")
     reduced = [_reduce_table(xs, table, combine_many, variadic=True) for table in tables]
-    dtypes = [r.dtype for r in reduced[0]] if reduced else [x.dtype for x in xs]
+    dtypes = _reduced_dtypes(tables, reduced, xs)
     outs = [_output(num_devices, xs[0].shape[1:], dtype, covered) for dtype in dtypes]
     for table, values in zip(tables, reduced):
         for out, value in zip(outs, values):
@@ -478,10 +503,13 @@ def collective_permute(x: np.ndarray, pairs: Sequence[tuple[int, int]]) -> np.nd
     """
     x = _check_stacked(x, "collective-permute operand")
     num_devices = x.shape[0]
-    table = np.asarray(pairs)
-    if table.size == 0:
+    try:
+        table = np.asarray(pairs)
+    except (ValueError, TypeError):
+        table = None  # Ragged: some pair does not have two ids.
+    if table is not None and table.size == 0:
         return np.zeros(x.shape, x.dtype)
-    if table.ndim != 2 or table.shape[1] != 2:
+    if table is None or table.ndim != 2 or table.shape[1] != 2:
         raise ValueError("collective-permute pairs must be a sequence of (source, target) pairs")
     table = _as_id_array(table, "collective-permute")
     sources, targets = table[:, 0], table[:, 1]

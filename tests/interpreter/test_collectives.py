@@ -342,6 +342,23 @@ def test_all_reduce_variadic_large_matches_reference_and_no_group_rows_are_zero(
     assert not out_values[2].any() and not out_indices[2].any()
 
 
+def test_all_reduce_variadic_combine_returning_a_list_keeps_each_dtype():
+    values = stacked([1.5], [2.5], [3.5], dtype=np.float32)
+    counts = stacked([1], [2], [3], dtype=np.int32)
+    out_values, out_counts = all_reduce_variadic(
+        [values, counts], [(0, 1, 2)], lambda a, b: [a[0] + b[0], a[1] + b[1]]
+    )
+    assert_same(out_values, stacked(*[[7.5]] * 3, dtype=np.float32))
+    assert_same(out_counts, stacked(*[[6]] * 3, dtype=np.int32))
+
+
+def test_all_reduce_dtype_comes_from_a_combined_group_not_a_singleton():
+    # logical_or maps int8 to bool; the singleton group {0} is copied without calling it.
+    x = stacked([0], [0], [3], [0], dtype=np.int8)
+    expected = stacked([False], [True], [True], [True], dtype=bool)
+    assert_same(all_reduce(x, [(0,), (1, 2, 3)], np.logical_or), expected)
+
+
 def test_all_reduce_variadic_rejects_mismatched_shapes():
     with pytest.raises(ValueError, match="one shape"):
         all_reduce_variadic([np.zeros((4, 2)), np.zeros((4, 3))], [(0, 1, 2, 3)], argmax_pairs)
@@ -571,6 +588,27 @@ def test_collective_broadcast_groups_of_different_sizes_match_reference():
     assert_same(collective_broadcast(x, groups), ref_broadcast(x, groups))
 
 
+@pytest.mark.parametrize(
+    "dtype",
+    [bool, np.uint64, np.complex64, BF16, ml_dtypes.float8_e5m2, ml_dtypes.int4],
+    ids=lambda d: np.dtype(d).name,
+)
+def test_data_movement_keeps_any_dtype_bit_for_bit(dtype):
+    rng = np.random.default_rng(9)
+    x = rng.integers(0, 7, size=(6, 4, 2)).astype(dtype)
+    groups = [(5, 2), (0, 3)]  # devices 1 and 4 are in no group
+    pairs = [(0, 4), (4, 5), (3, 3)]
+    assert_same(all_gather(x, groups, 1), ref_all_gather(x, groups, 1))
+    assert_same(all_to_all(x, groups, 0), ref_all_to_all(x, groups, 0))
+    assert_same(collective_permute(x, pairs), ref_permute(x, pairs))
+    assert_same(collective_broadcast(x, groups), ref_broadcast(x, groups))
+    for actual, expected in zip(
+        all_to_all_tuple([x, x[::-1].copy()], groups),
+        ref_all_to_all_tuple([x, x[::-1].copy()], groups),
+    ):
+        assert_same(actual, expected)
+
+
 # --------------------------------------------------------------------------------------------
 # Devices in no group, for the remaining functions.
 
@@ -619,6 +657,8 @@ def test_devices_in_no_group_get_zero_rows_everywhere():
         (lambda: collective_permute(X1234, [(0, 1), (2, 1)]), "device 1 more than once"),
         (lambda: collective_permute(X1234, [(0, 7)]), "out of range"),
         (lambda: collective_permute(X1234, [(0, 1, 2)]), "pairs"),
+        (lambda: collective_permute(X1234, [(0, 1), (2,)]), "pairs"),
+        (lambda: all_reduce(X1234, [(0, 1), (2, (3,))], np.add), "sequence of sequences"),
         (lambda: collective_broadcast(X1234, [(0, 9)]), "out of range"),
         (lambda: all_to_all_tuple([X1234, X1234[:, :0]], [(0, 1), (2, 3)]), "one shape"),
         (lambda: all_reduce(np.array(3), [(0,)], np.add), "device axis"),
