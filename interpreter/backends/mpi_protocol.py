@@ -60,6 +60,7 @@ EXIT_INTERNAL = 2
 # computing or dead), and how long a rank waits for the others to have printed before exiting.
 AGREEMENT_GRACE_SECONDS = 5.0
 EXIT_GRACE_SECONDS = 5.0
+OUTPUT_DRAIN_SECONDS = 1.0
 
 # Severity of a contribution: the lowest wins; among equals the lowest rank.
 SEVERITY_MISMATCH = 0
@@ -238,6 +239,8 @@ class ControlPlane:
         self._decision: MpiRunError | None = None
         self._watchdog: threading.Timer | None = None
         self._finished = False
+        self._concluded = False
+        self._conclude_lock = threading.Lock()
         self.data_pending = False
         from mpi4py import MPI
 
@@ -371,20 +374,24 @@ class ControlPlane:
 
     # -- watchdog ------------------------------------------------------------------------------
     def start_watchdog(self, report: Callable[[MpiRunError], None]) -> None:
-        """After ``timeout`` seconds agree on a timeout, ``report`` it, and end the process."""
+        """After ``timeout`` seconds agree on a timeout, ``report`` it, and end the process.
+
+        The main thread may be computing (an infinite loop never waits) or blocked, so the
+        watchdog ends the process itself with ``os._exit``.
+        """
         if not self.timeout:
             return
 
         def fire() -> None:
             if self._finished:
                 return
-            if not self._lock.acquire(timeout=AGREEMENT_GRACE_SECONDS + EXIT_GRACE_SECONDS):
-                os._exit(EXIT_TIMEOUT)  # The main thread is stuck inside its own agreement.
-            self._lock.release()
             decision = self._agree(_Contribution(SEVERITY_TIMEOUT, self.rank, EXIT_TIMEOUT,
                                                  f"was {self.state}"))
-            report(decision)
-            self.exit_barrier()
+            if self.conclude(decision, report, from_watchdog=True) is None:
+                time.sleep(AGREEMENT_GRACE_SECONDS + EXIT_GRACE_SECONDS)  # main is concluding
+            # The first process to leave makes mpiexec kill the others: give the launcher a
+            # moment to forward what every rank printed.
+            time.sleep(OUTPUT_DRAIN_SECONDS)
             os._exit(decision.exit_code)
 
         self._watchdog = threading.Timer(self.timeout, fire)
@@ -397,6 +404,24 @@ class ControlPlane:
             self._watchdog.cancel()
 
     # -- leaving -------------------------------------------------------------------------------
+    def conclude(self, decision: MpiRunError, report: Callable[[MpiRunError], None], *,
+                 from_watchdog: bool = False) -> bool | None:
+        """Report the agreed ``decision`` once per process, then wait for the other ranks.
+
+        Returns True when the process may shut MPI down cleanly (every rank reported and no
+        data transfer is pending), False when it must leave with ``os._exit``, and None when
+        another thread of this process already concluded (and will end the process).
+        """
+        with self._conclude_lock:
+            if self._concluded:
+                return None
+            self._concluded = True
+        if not from_watchdog:
+            self.stop_watchdog()
+        report(decision)
+        everyone = self.exit_barrier()
+        return everyone and not self.data_pending
+
     def exit_barrier(self) -> bool:
         """Wait (bounded) until every rank reached this point; True if they all did.
 
