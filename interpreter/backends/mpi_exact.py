@@ -6,8 +6,15 @@ that group needs, stacked in a compact array, and it calls the very same functio
 ``interpreter.collectives`` on it (same group order, same positions, hence the same left-fold
 reduction order). Only the rows of its own devices are kept.
 
-What a device needs: the whole group for the reductions, all-gather and all-to-all; its source
-for collective-permute; position 0 of its group for collective-broadcast.
+What a device needs: the whole group for all-gather and all-to-all; its source for
+collective-permute; position 0 of its group for collective-broadcast.
+
+The reductions (all-reduce, reduce-scatter) split the work instead of repeating it: the elements
+of each group's operand are cut into one contiguous chunk per rank the group spans; every rank
+receives its chunk from all members, folds it with ``collectives.fold_group`` in position order,
+and sends the folded chunk back to the group's other ranks. Since the reduction is elementwise,
+every element still sees exactly the fold of the local backend, while each rank moves and folds
+only its share, as a ring all-reduce would.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from interpreter import collectives
 from interpreter.backends.mpi_exchange import ArraySpec, Exchange
 from interpreter.backends.mpi_layout import RankLayout
 
-__all__ = ["CollectiveCall", "KINDS", "exact_collective", "needed_devices"]
+__all__ = ["CollectiveCall", "KINDS", "exact_collective", "exact_reduction", "needed_devices"]
 
 KINDS = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "all-to-all-tuple",
          "collective-permute", "collective-broadcast")
@@ -82,10 +89,15 @@ def exact_collective(call: CollectiveCall, exchange: Exchange, layout: RankLayou
                      peer_active: dict[int, tuple[int, ...]],
                      peer_replicated: dict[int, bool]) -> list[np.ndarray]:
     """The collective's outputs for ``call.active``, bit-identical to the local backend."""
-    me = exchange.rank
+    if call.kind in ("all-reduce", "reduce-scatter") and not (
+            call.replicated and all(peer_replicated.get(p, False) for p in peer_active)):
+        return exact_reduction(call, exchange, layout, peer_active)
     active = call.active
     mine = set(active)
     needed = needed_devices(call, active)
+    if needed <= mine and not any(needed_devices(call, their) & mine
+                                  for their in peer_active.values()):
+        return _apply_in_place(call)
     specs = [ArraySpec(op.shape[1:], op.dtype) for op in call.operands]
     # Rows come from peers that are not both replicated with us; the others we can copy.
     sends: dict[int, list[np.ndarray]] = {}
@@ -153,3 +165,115 @@ def _apply(call: CollectiveCall, stacks: list[np.ndarray],
     if kind == "all-to-all":
         return [collectives.all_to_all(stack, local, call.dim) for stack in stacks]
     return list(collectives.all_to_all_tuple(stacks, local))
+
+
+def _apply_in_place(call: CollectiveCall) -> list[np.ndarray]:
+    """Every needed input is on this rank: apply the semantics to the operands as they are."""
+    position = {d: k for k, d in enumerate(call.active)}
+    return _apply(call, list(call.operands), position)
+
+
+def exact_reduction(call: CollectiveCall, exchange: Exchange, layout: RankLayout,
+                    peer_active: dict[int, tuple[int, ...]]) -> list[np.ndarray]:
+    """All-reduce or reduce-scatter with the fold split by element chunks across ranks."""
+    me = exchange.rank
+    row_of = {d: k for k, d in enumerate(call.active)}
+    operands = [np.ascontiguousarray(op).reshape(len(call.active), -1) for op in call.operands]
+    size = operands[0].shape[1]
+    groups = call.touching_groups(call.active)
+    spans = [layout.ranks_of(g) for g in groups]
+
+    def bounds(ranks: list[int], rank: int) -> tuple[int, int]:
+        k = ranks.index(rank)
+        return size * k // len(ranks), size * (k + 1) // len(ranks)
+
+    # Phase 1: every rank receives its chunk of every member of each group it spans.
+    sends: dict[int, list[np.ndarray]] = {}
+    receives: dict[int, list[ArraySpec]] = {}
+    for group, ranks in zip(groups, spans):
+        lo, hi = bounds(ranks, me)
+        for peer in ranks:
+            if peer == me:
+                continue
+            plo, phi = bounds(ranks, peer)
+            for d in group:
+                if d in row_of:
+                    sends.setdefault(peer, []).extend(op[row_of[d], plo:phi] for op in operands)
+                elif layout.rank_of(d) == peer:
+                    receives.setdefault(peer, []).extend(
+                        ArraySpec((hi - lo,), op.dtype) for op in operands)
+    received = exchange.swap(sends, receives, f"exchanging chunks at {call.label}")
+    cursor = {peer: 0 for peer in received}
+
+    def take(peer: int) -> np.ndarray:
+        value = received[peer][cursor[peer]]
+        cursor[peer] += 1
+        return value
+
+    folded: list[list[np.ndarray]] = []  # per group, per operand: this rank's folded chunk
+    for group, ranks in zip(groups, spans):
+        lo, hi = bounds(ranks, me)
+        columns = []
+        for d in group:
+            if d in row_of:
+                columns.append(tuple(op[row_of[d], lo:hi] for op in operands))
+            else:
+                columns.append(tuple(take(layout.rank_of(d)) for _ in operands))
+        folded.append(_fold_chunk(call, columns, operands))
+
+    # Phase 2: the folded chunks go to the group's other ranks.
+    sends, receives = {}, {}
+    for group, ranks, chunks in zip(groups, spans, folded):
+        for peer in ranks:
+            if peer == me:
+                continue
+            plo, phi = bounds(ranks, peer)
+            sends.setdefault(peer, []).extend(chunks)
+            receives.setdefault(peer, []).extend(ArraySpec((phi - plo,), op.dtype)
+                                                 for op in operands)
+    received = exchange.swap(sends, receives, f"sharing folded chunks at {call.label}")
+    cursor = {peer: 0 for peer in received}
+    outputs = [np.empty_like(op) for op in call.operands] if call.kind == "all-reduce" else None
+    if outputs is None:
+        n = len(groups[0])
+        outputs = [np.empty((len(call.active), *_block_shape(op.shape[1:], n, call.dim)),
+                            dtype=op.dtype) for op in call.operands]
+    for group, ranks, chunks in zip(groups, spans, folded):
+        for i, operand in enumerate(call.operands):
+            reduced = np.empty(size, dtype=operand.dtype)
+            for peer in ranks:
+                lo, hi = bounds(ranks, peer)
+                reduced[lo:hi] = chunks[i] if peer == me else take(peer)
+            reduced = reduced.reshape(operand.shape[1:])
+            for k, d in enumerate(call.active):
+                if d not in group:
+                    continue
+                if call.kind == "all-reduce":
+                    outputs[i][k] = reduced
+                else:
+                    outputs[i][k] = _block(reduced, len(group), call.dim, group.index(d))
+    return outputs
+
+
+def _fold_chunk(call: CollectiveCall, columns: list[tuple[np.ndarray, ...]],
+                operands: list[np.ndarray]) -> list[np.ndarray]:
+    """Fold one chunk over the group's positions with the shared reduction order."""
+    if call.variadic:
+        result = collectives.fold_group(columns, call.combine)
+    else:
+        result = [collectives.fold_group([c[i] for c in columns], call.combine)
+                  for i in range(len(operands))]
+    return [np.asarray(r).astype(op.dtype, copy=False).reshape(-1)
+            for r, op in zip(result, operands)]
+
+
+def _block_shape(shape: tuple[int, ...], n: int, dim: int) -> tuple[int, ...]:
+    if shape[dim] % n:
+        raise ValueError(f"reduce-scatter dimension {dim} has size {shape[dim]}, which the "
+                         f"group size {n} does not divide")
+    return (*shape[:dim], shape[dim] // n, *shape[dim + 1:])
+
+
+def _block(value: np.ndarray, n: int, dim: int, index: int) -> np.ndarray:
+    block = _block_shape(value.shape, n, dim)[dim]
+    return value[(slice(None),) * dim + (slice(index * block, (index + 1) * block),)]
