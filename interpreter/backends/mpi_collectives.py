@@ -1,0 +1,194 @@
+"""From an HLO collective instruction to what the MPI transport needs.
+
+The transport works on groups of flattened device ids and stacked arrays; this module reads the
+instruction once: its kind, its participant groups (the devices that must all arrive), its
+flattened collective-permute pairs, the fingerprint every participant compares, the reduction
+MPI could compute natively, and the groups of every collective of a module (native mode creates
+its sub-communicators from them before anything runs).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from interpreter.backends.mpi_exact import CollectiveCall
+from interpreter.backends.mpi_protocol import Fingerprint
+from neuron_sim.hlo import HloComputation, HloInstruction, HloModule, Opcode
+from neuron_sim.hlo.replica_groups import ReplicaGroups
+from neuron_sim.topology import (GroupMode, Topology, group_mode, participant_groups,
+                                 permute_pairs_flattened)
+
+__all__ = ["build_call", "collective_kind", "describe", "fingerprint_of", "module_groups",
+           "participant_groups_of", "recognize_reduction"]
+
+_KIND = {
+    Opcode.ALL_REDUCE: "all-reduce", Opcode.ALL_REDUCE_START: "all-reduce",
+    Opcode.REDUCE_SCATTER: "reduce-scatter",
+    Opcode.ALL_GATHER: "all-gather", Opcode.ALL_GATHER_START: "all-gather",
+    Opcode.ALL_TO_ALL: "all-to-all",
+    Opcode.COLLECTIVE_PERMUTE: "collective-permute",
+    Opcode.COLLECTIVE_PERMUTE_START: "collective-permute",
+    Opcode.COLLECTIVE_BROADCAST: "collective-broadcast",
+}
+
+# Attributes that say nothing about the data exchanged; left out of messages.
+_QUIET_ATTRIBUTES = ("metadata", "backend_config", "frontend_attributes", "sharding",
+                     "statistics_viz", "control-predecessors")
+_LABEL_LIMIT = 240
+
+_BINARY_REDUCTIONS = {Opcode.ADD: "add", Opcode.MULTIPLY: "multiply", Opcode.MAXIMUM: "maximum",
+                      Opcode.MINIMUM: "minimum", Opcode.AND: "and", Opcode.OR: "or",
+                      Opcode.XOR: "xor"}
+
+
+def collective_kind(instr: HloInstruction) -> str:
+    """The transport's name for what ``instr`` does (async starts are their synchronous op)."""
+    try:
+        kind = _KIND[instr.opcode]
+    except KeyError:
+        raise ValueError(f"{instr.opcode.spelling} is not a collective the MPI backend runs "
+                         f"(while executing {describe(instr)})") from None
+    if kind == "all-to-all" and not instr.has("dimensions"):
+        return "all-to-all-tuple"
+    return kind
+
+
+def describe(instr: HloInstruction) -> str:
+    """The instruction's text without metadata, shortened: how messages name a collective."""
+    text = instr.to_text()
+    for key in _QUIET_ATTRIBUTES:
+        if instr.has(key):
+            start = text.find(f", {key}=")
+            if start >= 0:
+                text = text[:start] + _skip_attribute(text[start + 2:])
+    return text if len(text) <= _LABEL_LIMIT else text[:_LABEL_LIMIT - 3] + "..."
+
+
+def _skip_attribute(text: str) -> str:
+    """``text`` starts with ``key=value``; return what follows that attribute."""
+    depth, quoted, i = 0, False, text.index("=") + 1
+    while i < len(text):
+        c = text[i]
+        if quoted:
+            if c == "\\":
+                i += 1
+            elif c == '"':
+                quoted = False
+        elif c == '"':
+            quoted = True
+        elif c in "{[(":
+            depth += 1
+        elif c in "}])":
+            depth -= 1
+        elif c == "," and depth == 0:
+            return text[i:]
+        i += 1
+    return ""
+
+
+def _mode(instr: HloInstruction) -> GroupMode:
+    spelling = instr.opcode.spelling
+    return group_mode(spelling, instr.channel_id is not None, instr.use_global_device_ids)
+
+
+def participant_groups_of(instr: HloInstruction, topology: Topology) -> tuple[tuple[int, ...], ...]:
+    """The groups of flattened ids whose members must all reach ``instr`` together.
+
+    For collective-permute: the connected components of its pairs (a device in no pair takes
+    no part and receives zeros wherever it is).
+    """
+    if collective_kind(instr) == "collective-permute":
+        return _components(flattened_pairs(instr, topology))
+    groups = instr.replica_groups if instr.has("replica_groups") else ReplicaGroups()
+    return participant_groups(_mode(instr), groups, topology)
+
+
+def flattened_pairs(instr: HloInstruction, topology: Topology) -> tuple[tuple[int, int], ...]:
+    return permute_pairs_flattened(_mode(instr), instr.get("source_target_pairs"), topology)
+
+
+def _components(pairs: Sequence[tuple[int, int]]) -> tuple[tuple[int, ...], ...]:
+    parent: dict[int, int] = {}
+
+    def root(d: int) -> int:
+        parent.setdefault(d, d)
+        while parent[d] != d:
+            parent[d] = parent[parent[d]]
+            d = parent[d]
+        return d
+
+    for source, target in pairs:
+        parent[root(source)] = root(target)
+    members: dict[int, list[int]] = {}
+    for d in parent:
+        members.setdefault(root(d), []).append(d)
+    return tuple(sorted(tuple(sorted(g)) for g in members.values()))
+
+
+def recognize_reduction(computation: HloComputation | None) -> str | None:
+    """``add``, ``maximum``... when the computation is one such op of its two parameters."""
+    if computation is None:
+        return None
+    root = computation.root
+    params = computation.parameters
+    if len(params) != 2 or root.opcode not in _BINARY_REDUCTIONS or len(root.operands) != 2:
+        return None
+    if set(root.operands) != set(params):
+        return None
+    return _BINARY_REDUCTIONS[root.opcode]
+
+
+def fingerprint_of(instr: HloInstruction, topology: Topology,
+                   operands: Sequence[np.ndarray]) -> Fingerprint:
+    """What every participant compares before the data moves.
+
+    The instruction's identity (computation and name), opcode, channel_id, group mode, replica
+    groups or pairs, dimensions, and each operand's per-device dtype and shape.
+    """
+    fields = [
+        ("instruction", f"%{instr.name} in %{instr.parent.name if instr.parent else '?'}"),
+        ("opcode", instr.opcode.spelling),
+        ("channel_id", str(instr.channel_id)),
+        ("group mode", str(_mode(instr))),
+    ]
+    if instr.has("source_target_pairs"):
+        fields.append(("source_target_pairs", instr.get("source_target_pairs").to_text()))
+    else:
+        groups = instr.replica_groups if instr.has("replica_groups") else ReplicaGroups()
+        fields.append(("replica_groups", groups.to_text()))
+    if instr.has("dimensions"):
+        fields.append(("dimensions", ",".join(map(str, instr.dimensions))))
+    fields.append(("operands", ", ".join(f"{np.dtype(op.dtype).name}{list(op.shape[1:])}"
+                                         for op in operands)))
+    return Fingerprint(tuple(fields))
+
+
+def build_call(instr: HloInstruction, topology: Topology, operands: Sequence[np.ndarray],
+               active: Sequence[int], *, combine: Callable[..., Any] | None = None,
+               variadic: bool = False, replicated: bool = False) -> CollectiveCall:
+    """The transport's view of ``instr`` reached by ``active`` with stacked ``operands``."""
+    kind = collective_kind(instr)
+    dim = None
+    if kind in ("all-gather", "reduce-scatter", "all-to-all"):
+        dims = instr.dimensions
+        dim = dims[0] if dims else None
+    pairs = flattened_pairs(instr, topology) if kind == "collective-permute" else ()
+    to_apply = instr.get("to_apply")
+    return CollectiveCall(
+        kind=kind, operands=list(operands), active=tuple(int(d) for d in active),
+        groups=participant_groups_of(instr, topology), dim=dim, pairs=pairs, combine=combine,
+        variadic=variadic, replicated=replicated, label=describe(instr),
+        reduction=recognize_reduction(to_apply) if kind in ("all-reduce", "reduce-scatter")
+        else None)
+
+
+def module_groups(module: HloModule, topology: Topology) -> list[tuple[tuple[int, ...], ...]]:
+    """The participant groups of every collective in ``module`` (native mode's communicators)."""
+    found = []
+    for computation in module.computations:
+        for instr in computation.instructions:
+            if instr.opcode in _KIND:
+                found.append(participant_groups_of(instr, topology))
+    return found
