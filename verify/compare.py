@@ -1,0 +1,184 @@
+"""Comparing source and target outputs: dtype-aware equality and the passes' contracts.
+
+Exact equivalence (the default contract) is bitwise: ``-0.0`` differs from ``+0.0``, and two
+NaNs are equal whatever their sign or payload (XLA does not promise NaN bits). A pass that
+declares a *refinement* (``passes.Contract.REFINEMENT``) may additionally turn an infinity into
+the same-signed largest finite value (ReplaceMinimumConstant's -inf -> lowest); a pass that
+declares *changes-results* is compared exactly too — the verifier reports the difference, and
+the report says it was expected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+EXACT = "exact"
+REFINEMENT = "refinement"
+CHANGES_RESULTS = "changes-results"
+CONTRACTS = (EXACT, REFINEMENT, CHANGES_RESULTS)
+
+
+def contract_name(contract: Any) -> str:
+    """``passes.Contract`` member or string -> one of CONTRACTS."""
+    name = str(getattr(contract, "value", contract))
+    if name not in CONTRACTS:
+        raise ValueError(f"unknown contract {name!r}; contracts are {', '.join(CONTRACTS)}")
+    return name
+
+
+def _is_float(array: np.ndarray) -> bool:
+    return array.dtype.kind in "fc" or (array.dtype.kind == "V" and array.dtype.itemsize in (1, 2)) \
+        or _is_ml_float(array.dtype)
+
+
+def _is_ml_float(dtype: np.dtype) -> bool:
+    try:
+        np.finfo(dtype)
+    except (ValueError, TypeError):
+        return False
+    return dtype.kind not in "iub"
+
+
+def isnan(array: np.ndarray) -> np.ndarray:
+    if not _is_float(array):
+        return np.zeros(array.shape, dtype=bool)
+    if array.dtype.kind == "c":
+        return np.isnan(array.real) | np.isnan(array.imag)
+    return np.isnan(array.astype(np.float64) if array.dtype.kind != "f" else array)
+
+
+def equal_mask(source: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Elementwise exact equality: bitwise, except that NaN equals NaN."""
+    source = np.asarray(source)
+    target = np.asarray(target)
+    if source.dtype != target.dtype:
+        return np.zeros(np.broadcast_shapes(source.shape, target.shape), dtype=bool)
+    if not _is_float(source):
+        return np.asarray(source == target)
+    width = source.dtype.itemsize
+    if source.dtype.kind == "c":
+        parts = np.dtype(f"u{width // 2}")
+        s_bits = np.ascontiguousarray(source).view(parts).reshape(*source.shape, 2)
+        t_bits = np.ascontiguousarray(target).view(parts).reshape(*target.shape, 2)
+        same = np.all(s_bits == t_bits, axis=-1)
+    else:
+        unsigned = np.dtype(f"u{width}")
+        same = np.ascontiguousarray(source).view(unsigned) == \
+            np.ascontiguousarray(target).view(unsigned)
+    return same | (isnan(source) & isnan(target))
+
+
+def allowed_mask(source: np.ndarray, target: np.ndarray, contract: str = EXACT) -> np.ndarray:
+    """Elementwise: is the target's value allowed for the source's under ``contract``?"""
+    ok = equal_mask(source, target)
+    if contract == REFINEMENT and _is_float(source) and source.dtype.kind != "c":
+        finfo = np.finfo(source.dtype)
+        wide_s = source.astype(np.float64)
+        wide_t = target.astype(np.float64)
+        ok |= (wide_s == -np.inf) & (wide_t == float(finfo.min))
+        ok |= (wide_s == np.inf) & (wide_t == float(finfo.max))
+    return ok
+
+
+@dataclass
+class Mismatch:
+    """The first output element (leaf, device, index) where the target is not allowed."""
+
+    leaf: int
+    device: int
+    index: tuple[int, ...]
+    source_value: Any
+    target_value: Any
+    dtype: str
+    count: int                                   # mismatching elements in this leaf, all devices
+    devices: list[int] = field(default_factory=list)  # devices with a mismatch in this leaf
+    shape_problem: str | None = None             # set when the leaf shapes themselves differ
+
+    @property
+    def source_text(self) -> str:
+        return format_value(self.source_value)
+
+    @property
+    def target_text(self) -> str:
+        return format_value(self.target_value)
+
+
+def find_mismatch(source: Sequence[np.ndarray], target: Sequence[np.ndarray],
+                  contract: str = EXACT) -> Mismatch | None:
+    """The first disallowed element of the flattened results (leaf, then device, then index)."""
+    if len(source) != len(target):
+        return Mismatch(0, 0, (), None, None, "", 0, [],
+                        shape_problem=f"source has {len(source)} output leaves, target "
+                                      f"{len(target)}")
+    for leaf, (s, t) in enumerate(zip(source, target)):
+        s = np.asarray(s)
+        t = np.asarray(t)
+        if s.shape != t.shape or s.dtype != t.dtype:
+            return Mismatch(leaf, 0, (), None, None, str(s.dtype), 0, [],
+                            shape_problem=f"output leaf {leaf}: source is {s.dtype}{list(s.shape)}"
+                                          f", target {t.dtype}{list(t.shape)}")
+        bad = ~allowed_mask(s, t, contract)
+        if not bad.any():
+            continue
+        where = np.argwhere(bad)
+        first = tuple(int(i) for i in where[0])
+        device, index = first[0], first[1:]
+        devices = sorted({int(i) for i in where[:, 0]})
+        return Mismatch(leaf, device, index, s[first], t[first], str(s.dtype),
+                        int(bad.sum()), devices)
+    return None
+
+
+def format_value(value: Any) -> str:
+    """A value as a user reads it: ``-0``, ``nan``, ``inf``, ``3.5``, ``7``, ``true``."""
+    if value is None:
+        return "?"
+    array = np.asarray(value)
+    if array.dtype == bool:
+        return "true" if bool(array) else "false"
+    if array.dtype.kind in "iu":
+        return str(int(array))
+    if array.dtype.kind == "c":
+        return f"({format_value(array.real)}, {format_value(array.imag)})"
+    number = float(array.astype(np.float64))
+    if np.isnan(number):
+        return "nan"
+    if np.isinf(number):
+        return "inf" if number > 0 else "-inf"
+    if number == 0:
+        return "-0" if np.signbit(number) else "0"
+    if number == int(number) and abs(number) < 1e15:
+        return str(int(number))
+    if array.dtype in (np.float16, np.float32, np.float64):
+        return np.format_float_positional(array, unique=True, trim="-")
+    return f"{number:.6g}"
+
+
+def format_array(array: np.ndarray, limit: int = 16) -> str:
+    """A short one-line rendering of a (per-device) array: ``[6, 10, 14, 18]``."""
+    flat = np.asarray(array).reshape(-1)
+    items = [format_value(v) for v in flat[:limit]]
+    text = ", ".join(items)
+    if flat.size > limit:
+        text += f", ... ({flat.size} values)"
+    if np.asarray(array).ndim == 0:
+        return items[0] if items else ""
+    return "[" + text + "]"
+
+
+def is_rounding_sized(source_value: Any, target_value: Any) -> bool:
+    """True if two float values differ by what a different summation order could cause: both
+    finite, and apart by at most 64 ulps of the larger magnitude (or of 1)."""
+    s = np.asarray(source_value)
+    t = np.asarray(target_value)
+    if not _is_float(s) or s.dtype.kind == "c":
+        return False
+    wide_s = float(s.astype(np.float64))
+    wide_t = float(t.astype(np.float64))
+    if not (np.isfinite(wide_s) and np.isfinite(wide_t)):
+        return False
+    eps = float(np.finfo(s.dtype).eps)
+    return abs(wide_s - wide_t) <= 64 * eps * max(1.0, abs(wide_s), abs(wide_t))

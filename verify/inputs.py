@@ -1,0 +1,247 @@
+"""Inputs that find bugs: per-device values for every entry parameter.
+
+A rewrite that is wrong only when devices hold different data (a shard delivered to the wrong
+position, a collective deleted) is invisible on replicated inputs, so every device gets its own
+values. A rewrite that is wrong only at a tie (``LT`` flipped to ``LE``), at a signed zero, a
+NaN, an infinity or an integer boundary is invisible on generic random data, so the trials
+cycle through *styles* that put those values in:
+
+=============  =============================================================================
+``distinct``   finite values, different on every device, with deliberate ties
+``exact``      exactly representable small values (multiples of 1/4, or integers for narrow
+               floats): sums and products of a few of them are exact in any order, so a
+               difference seen on them cannot be rounding or reassociation
+``signed``     ``distinct`` plus negative and positive zeros and infinities
+``nan``        ``distinct`` plus one NaN on one device per array
+``boundary``   ``distinct`` plus the type's extremes (INT_MIN, INT_MAX, -1, 0, lowest and
+               largest finite floats)
+=============  =============================================================================
+
+Parameters marked ``parameter_replication={true}`` get the same value on every device: a
+program may rely on that, and feeding it different values would report a false alarm.
+
+Arrays are stacked per device: ``[D, *shape]``, row ``f`` for flattened device ``f`` (the npz
+format of ARCHITECTURE.md). Tuple-shaped parameters get a tuple of such arrays, one per leaf.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from neuron_sim.hlo.attributes import Raw
+from neuron_sim.hlo.dtypes import ElementType, Kind
+from neuron_sim.hlo.ir import HloInstruction, HloModule
+from neuron_sim.hlo.shapes import ArrayShape, Shape
+from neuron_sim.topology import Topology
+
+STYLES = ("distinct", "exact", "signed", "nan", "boundary")
+"""Trial ``t`` uses ``STYLES[t % len(STYLES)]``."""
+
+InputValue = Any  # np.ndarray for an array parameter, tuple of them for a tuple parameter
+
+
+def style_of_trial(trial: int) -> str:
+    return STYLES[trial % len(STYLES)]
+
+
+def parameter_replication(param: HloInstruction) -> tuple[bool, ...]:
+    """Per leaf of the parameter's shape: is it marked replicated (``parameter_replication``)?
+
+    XLA prints ``parameter_replication={true}`` (one flag per leaf of a tuple parameter); a
+    single flag applies to every leaf.
+    """
+    leaves = len(list(param.shape.leaves()))
+    value = param.get("parameter_replication")
+    if value is None:
+        return (False,) * leaves
+    text = str(value.text if isinstance(value, Raw) else value).strip().strip("{}")
+    flags = tuple(part.strip().lower() == "true" for part in text.split(",") if part.strip())
+    if len(flags) == 1:
+        return flags * leaves
+    if len(flags) != leaves:
+        return (False,) * leaves
+    return flags
+
+
+def generate_inputs(module: HloModule, topology: Topology, *, seed: int = 0,
+                    trial: int = 0, style: str | None = None) -> list[InputValue]:
+    """One value per entry parameter, stacked per device (``[D, *shape]``).
+
+    Deterministic in (module signature, topology, seed, trial). ``style`` overrides the trial's
+    style (see the module docstring).
+    """
+    style = style or style_of_trial(trial)
+    if style not in STYLES:
+        raise ValueError(f"unknown input style {style!r}; styles are {', '.join(STYLES)}")
+    rng = np.random.default_rng([seed, trial, STYLES.index(style)])
+    values: list[InputValue] = []
+    for param in module.entry.parameters:
+        replicated = parameter_replication(param)
+        leaves = list(param.shape.leaves())
+        arrays = tuple(leaf_values(leaf, topology.num_devices, rng, style, replicated=rep)
+                       for leaf, rep in zip(leaves, replicated))
+        values.append(arrays if param.shape.is_tuple else arrays[0])
+    return values
+
+
+def leaf_values(shape: ArrayShape, num_devices: int, rng: np.random.Generator, style: str, *,
+                replicated: bool = False) -> np.ndarray:
+    """A ``[D, *dims]`` array of ``shape``'s element type in ``style``; identical rows if
+    ``replicated``."""
+    et = shape.element_type
+    dims = tuple(shape.dims)
+    if et.kind in (Kind.TOKEN, Kind.OPAQUE):
+        raise ValueError(f"cannot generate values for a {et.spelling} parameter")
+    rows = 1 if replicated else num_devices
+    base = _draw(et, (rows, *dims), rng, style)
+    if not replicated:
+        _make_rows_distinct(base, et, rng, style)
+    if replicated:
+        base = np.broadcast_to(base, (num_devices, *dims)).copy()
+    return base
+
+
+# --------------------------------------------------------------------------------------------
+# Drawing values per element kind.
+
+
+def _draw(et: ElementType, shape: tuple[int, ...], rng: np.random.Generator,
+          style: str) -> np.ndarray:
+    dtype = et.numpy_dtype
+    if et.kind is Kind.PRED:
+        return rng.random(shape) < 0.5
+    if et.is_integral:
+        return _draw_integers(et, shape, rng, style).astype(dtype)
+    if et.kind is Kind.COMPLEX:
+        real = _draw_floats(ElementType.F32 if et.bits == 64 else ElementType.F64, shape, rng,
+                            style)
+        imag = _draw_floats(ElementType.F32 if et.bits == 64 else ElementType.F64, shape, rng,
+                            style)
+        return (real.astype(np.float64) + 1j * imag.astype(np.float64)).astype(dtype)
+    return _draw_floats(et, shape, rng, style)
+
+
+def _integer_range(et: ElementType) -> tuple[int, int]:
+    info = np.iinfo(et.numpy_dtype) if et.bits >= 8 else None
+    if info is not None:
+        return int(info.min), int(info.max)
+    return (-(1 << (et.bits - 1)), (1 << (et.bits - 1)) - 1) if et.is_signed \
+        else (0, (1 << et.bits) - 1)
+
+
+def _draw_integers(et: ElementType, shape: tuple[int, ...], rng: np.random.Generator,
+                   style: str) -> np.ndarray:
+    low, high = _integer_range(et)
+    # Small values: they make ties, and as indices they land inside and just outside arrays.
+    small_low, small_high = max(low, -8), min(high, 15 if not et.is_signed else 8)
+    work = np.uint64 if high > np.iinfo(np.int64).max else np.int64
+    values = rng.integers(small_low, small_high + 1, size=shape).astype(work)
+    if style == "boundary" and values.size:
+        extremes = sorted({low, high, max(low, -1), 0, min(high, 1), low + 1, high - 1})
+        _sprinkle(values, rng, extremes, fraction=0.25)
+    return values
+
+
+def _exact_grid(et: ElementType) -> np.ndarray:
+    """Values whose sums and products over a few operands stay exact in ``et``."""
+    mantissa = _mantissa_bits(et)
+    if mantissa >= 10:
+        return np.arange(-16, 17) / 4.0        # multiples of 1/4 in [-4, 4]
+    if mantissa >= 7:
+        return np.arange(-4, 5).astype(np.float64)
+    return np.array([-2.0, -1.0, 0.0, 1.0, 2.0])
+
+
+def _mantissa_bits(et: ElementType) -> int:
+    return int(np.finfo(et.numpy_dtype).nmant)
+
+
+def _draw_floats(et: ElementType, shape: tuple[int, ...], rng: np.random.Generator,
+                 style: str) -> np.ndarray:
+    dtype = et.numpy_dtype
+    if style == "exact":
+        grid = _exact_grid(et)
+        return grid[rng.integers(0, len(grid), size=shape)].astype(dtype)
+    finfo = np.finfo(dtype)
+    scale = min(4.0, float(finfo.max) / 8)
+    values = (rng.standard_normal(shape) * scale).astype(dtype)
+    flat = values.reshape(-1)
+    if flat.size >= 2:
+        # Ties: a quarter of the elements copy another element.
+        count = max(1, flat.size // 4)
+        targets = rng.choice(flat.size, size=count, replace=False)
+        sources = rng.integers(0, flat.size, size=count)
+        flat[targets] = flat[sources]
+    if style == "signed":
+        specials = [-0.0, 0.0, -0.0]
+        if _has_infinity(dtype):
+            specials += [float("inf"), float("-inf")]
+        _sprinkle(flat, rng, specials, fraction=0.2)
+    elif style == "nan" and _has_nan(dtype) and flat.size:
+        flat[rng.integers(0, flat.size)] = np.nan
+    elif style == "boundary":
+        extremes = [float(finfo.min), float(finfo.max), float(finfo.tiny), -float(finfo.tiny)]
+        _sprinkle(flat, rng, extremes, fraction=0.1)
+    return values
+
+
+def _has_nan(dtype: Any) -> bool:
+    try:
+        return bool(np.isnan(np.array(np.nan, dtype=dtype)))
+    except (ValueError, TypeError):
+        return False
+
+
+def _has_infinity(dtype: Any) -> bool:
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return bool(np.isinf(np.array(np.inf, dtype=dtype)))
+    except (ValueError, TypeError, OverflowError):
+        return False
+
+
+def _sprinkle(values: np.ndarray, rng: np.random.Generator, choices: Sequence[Any], *,
+              fraction: float) -> None:
+    flat = values.reshape(-1)
+    if not flat.size:
+        return
+    count = max(1, int(flat.size * fraction))
+    where = rng.choice(flat.size, size=min(count, flat.size), replace=False)
+    picks = rng.integers(0, len(choices), size=len(where))
+    with np.errstate(over="ignore", invalid="ignore"):
+        for position, pick in zip(where, picks):
+            flat[position] = choices[pick]
+
+
+def _make_rows_distinct(values: np.ndarray, et: ElementType, rng: np.random.Generator,
+                        style: str) -> None:
+    """Redraw rows (devices) that equal an earlier row, a few times, where the type allows it."""
+    rows = values.shape[0]
+    if rows < 2 or values[0].size == 0:
+        return
+    for f in range(1, rows):
+        for _ in range(8):
+            if not any(_rows_equal(values[f], values[g]) for g in range(f)):
+                break
+            values[f] = _draw(et, values.shape[1:], rng, style)
+
+
+def _rows_equal(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.tobytes() == b.tobytes()
+
+
+def describe_style(style: str) -> str:
+    return {
+        "distinct": "finite values, distinct per device, with ties",
+        "exact": "exactly representable small values",
+        "signed": "with negative zeros and infinities",
+        "nan": "with a NaN",
+        "boundary": "with the type's extreme values",
+    }[style]
+
+
+def input_signature(module: HloModule) -> list[Shape]:
+    """The entry parameters' shapes, in parameter order."""
+    return [param.shape for param in module.entry.parameters]
