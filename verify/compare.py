@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+import ml_dtypes
 import numpy as np
 
 EXACT = "exact"
@@ -30,16 +31,17 @@ def contract_name(contract: Any) -> str:
 
 
 def _is_float(array: np.ndarray) -> bool:
-    return array.dtype.kind in "fc" or (array.dtype.kind == "V" and array.dtype.itemsize in (1, 2)) \
-        or _is_ml_float(array.dtype)
+    return array.dtype.kind in "fc" or _is_ml_float(array.dtype)
 
 
 def _is_ml_float(dtype: np.dtype) -> bool:
+    if dtype.kind in "iub":
+        return False
     try:
-        np.finfo(dtype)
+        ml_dtypes.finfo(dtype)
     except (ValueError, TypeError):
         return False
-    return dtype.kind not in "iub"
+    return True
 
 
 def isnan(array: np.ndarray) -> np.ndarray:
@@ -75,7 +77,7 @@ def allowed_mask(source: np.ndarray, target: np.ndarray, contract: str = EXACT) 
     """Elementwise: is the target's value allowed for the source's under ``contract``?"""
     ok = equal_mask(source, target)
     if contract == REFINEMENT and _is_float(source) and source.dtype.kind != "c":
-        finfo = np.finfo(source.dtype)
+        finfo = ml_dtypes.finfo(source.dtype)
         wide_s = source.astype(np.float64)
         wide_t = target.astype(np.float64)
         ok |= (wide_s == -np.inf) & (wide_t == float(finfo.min))
@@ -153,7 +155,7 @@ def format_value(value: Any) -> str:
     if number == int(number) and abs(number) < 1e15:
         return str(int(number))
     if array.dtype in (np.float16, np.float32, np.float64):
-        return np.format_float_positional(array, unique=True, trim="-")
+        return np.format_float_positional(array[()], unique=True, trim="-")
     return f"{number:.6g}"
 
 
@@ -169,16 +171,22 @@ def format_array(array: np.ndarray, limit: int = 16) -> str:
     return "[" + text + "]"
 
 
+def rounding_sized_mask(source: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Elementwise: do two float values differ by what a different summation order could
+    cause? Both finite, and apart by at most 64 ulps of the larger magnitude (or of 1)."""
+    source = np.asarray(source)
+    target = np.asarray(target)
+    if not _is_float(source) or source.dtype.kind == "c":
+        return np.zeros(source.shape, dtype=bool)
+    wide_s = source.astype(np.float64)
+    wide_t = target.astype(np.float64)
+    eps = float(ml_dtypes.finfo(source.dtype).eps)
+    with np.errstate(invalid="ignore", over="ignore"):
+        scale = np.maximum(1.0, np.maximum(np.abs(wide_s), np.abs(wide_t)))
+        close = np.abs(wide_s - wide_t) <= 64 * eps * scale
+    return np.isfinite(wide_s) & np.isfinite(wide_t) & close
+
+
 def is_rounding_sized(source_value: Any, target_value: Any) -> bool:
-    """True if two float values differ by what a different summation order could cause: both
-    finite, and apart by at most 64 ulps of the larger magnitude (or of 1)."""
-    s = np.asarray(source_value)
-    t = np.asarray(target_value)
-    if not _is_float(s) or s.dtype.kind == "c":
-        return False
-    wide_s = float(s.astype(np.float64))
-    wide_t = float(t.astype(np.float64))
-    if not (np.isfinite(wide_s) and np.isfinite(wide_t)):
-        return False
-    eps = float(np.finfo(s.dtype).eps)
-    return abs(wide_s - wide_t) <= 64 * eps * max(1.0, abs(wide_s), abs(wide_t))
+    """``rounding_sized_mask`` for one pair of values."""
+    return bool(rounding_sized_mask(np.asarray(source_value), np.asarray(target_value)))

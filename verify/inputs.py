@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import ml_dtypes
 import numpy as np
 
 from neuron_sim.hlo.attributes import Raw
@@ -141,6 +142,7 @@ def _draw_integers(et: ElementType, shape: tuple[int, ...], rng: np.random.Gener
     if style == "boundary" and values.size:
         extremes = sorted({low, high, max(low, -1), 0, min(high, 1), low + 1, high - 1})
         _sprinkle(values, rng, extremes, fraction=0.25)
+        _place_each(values, rng, [low, high, max(low, -1)])
     return values
 
 
@@ -155,7 +157,7 @@ def _exact_grid(et: ElementType) -> np.ndarray:
 
 
 def _mantissa_bits(et: ElementType) -> int:
-    return int(np.finfo(et.numpy_dtype).nmant)
+    return int(ml_dtypes.finfo(et.numpy_dtype).nmant)
 
 
 def _draw_floats(et: ElementType, shape: tuple[int, ...], rng: np.random.Generator,
@@ -164,7 +166,7 @@ def _draw_floats(et: ElementType, shape: tuple[int, ...], rng: np.random.Generat
     if style == "exact":
         grid = _exact_grid(et)
         return grid[rng.integers(0, len(grid), size=shape)].astype(dtype)
-    finfo = np.finfo(dtype)
+    finfo = ml_dtypes.finfo(dtype)
     scale = min(4.0, float(finfo.max) / 8)
     values = (rng.standard_normal(shape) * scale).astype(dtype)
     flat = values.reshape(-1)
@@ -179,11 +181,13 @@ def _draw_floats(et: ElementType, shape: tuple[int, ...], rng: np.random.Generat
         if _has_infinity(dtype):
             specials += [float("inf"), float("-inf")]
         _sprinkle(flat, rng, specials, fraction=0.2)
+        _place_each(flat, rng, specials[:1] + specials[3:])
     elif style == "nan" and _has_nan(dtype) and flat.size:
         flat[rng.integers(0, flat.size)] = np.nan
     elif style == "boundary":
         extremes = [float(finfo.min), float(finfo.max), float(finfo.tiny), -float(finfo.tiny)]
         _sprinkle(flat, rng, extremes, fraction=0.1)
+        _place_each(flat, rng, extremes[:2])
     return values
 
 
@@ -212,6 +216,17 @@ def _sprinkle(values: np.ndarray, rng: np.random.Generator, choices: Sequence[An
     picks = rng.integers(0, len(choices), size=len(where))
     with np.errstate(over="ignore", invalid="ignore"):
         for position, pick in zip(where, picks):
+            flat[position] = choices[pick]
+
+
+def _place_each(values: np.ndarray, rng: np.random.Generator, choices: Sequence[Any]) -> None:
+    """Put every one of ``choices`` somewhere (as many as there are elements), so that a
+    style's special values are never left to chance."""
+    flat = values.reshape(-1)
+    count = min(len(choices), flat.size)
+    where = rng.choice(flat.size, size=count, replace=False)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for position, pick in zip(where, rng.permutation(len(choices))[:count]):
             flat[position] = choices[pick]
 
 
@@ -245,3 +260,33 @@ def describe_style(style: str) -> str:
 def input_signature(module: HloModule) -> list[Shape]:
     """The entry parameters' shapes, in parameter order."""
     return [param.shape for param in module.entry.parameters]
+
+
+def exact_counterpart(values: Sequence[InputValue], *, seed: int = 0) -> list[InputValue]:
+    """The same inputs with every finite nonzero float replaced by an exactly representable
+    small value; NaN, infinities and signed zeros stay where they are, integers stay as they are.
+
+    On such inputs a sum, product, max or min over any number of operands gives the same result
+    in every order (the special values propagate order-independently), so a difference that
+    survives the replacement is not rounding or overflow from reassociation.
+    """
+    rng = np.random.default_rng([seed, 104729])
+
+    def convert(array: np.ndarray) -> np.ndarray:
+        array = np.asarray(array)
+        try:
+            et = ElementType.from_numpy(array.dtype)
+        except (KeyError, ValueError, TypeError):
+            return array
+        if et.kind is not Kind.FLOAT:
+            return array
+        wide = array.astype(np.float64)
+        replace = np.isfinite(wide) & (wide != 0)
+        grid = _exact_grid(et)
+        grid = grid[grid != 0]
+        out = wide.copy()
+        out[replace] = grid[rng.integers(0, len(grid), size=int(replace.sum()))]
+        return out.astype(array.dtype)
+
+    return [tuple(convert(v) for v in value) if isinstance(value, tuple) else convert(value)
+            for value in values]

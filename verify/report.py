@@ -287,3 +287,37 @@ def write_counterexample(result: VerificationResult, out_dir: str | Path) -> dic
     atomic_write_text(out / "report.json", json.dumps(data, indent=2) + "\n")
     written["report"] = str(out / "report.json")
     return written
+
+
+# --------------------------------------------------------------------------------------------
+# Pair files: two modules in one file, with the expected verdict in a comment header.
+
+
+def read_pair_file(path: str | Path) -> tuple[HloModule, HloModule, dict[str, str]]:
+    """Parse a before/after pair file: ``// key: value`` header lines, then two ``HloModule``
+    texts (before, then after). Returns (before, after, header); keys are lower case
+    (``status``, ``error``, ``classification``, ``contract``, ``topologies``...)."""
+    from neuron_sim.hlo.parser import parse_module
+
+    text = Path(path).read_text()
+    header: dict[str, str] = {}
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("HloModule"):
+            break
+        if stripped.startswith("//") and ":" in stripped:
+            key, _, value = stripped[2:].partition(":")
+            key = key.strip().lower()
+            if key and " " not in key:
+                header[key] = value.strip()
+    starts = [i for i, line in enumerate(text.splitlines(keepends=True))
+              if line.startswith("HloModule")]
+    if len(starts) != 2:
+        raise ValueError(f"{path}: a pair file holds exactly two modules, found {len(starts)}")
+    lines = text.splitlines(keepends=True)
+    before_text = "".join(lines[starts[0]:starts[1]])
+    after_text = "".join(lines[starts[1]:])
+    # Keep line numbers in parse errors right by padding with the lines before each module.
+    before = parse_module("\n" * starts[0] + before_text, str(path))
+    after = parse_module("\n" * starts[1] + after_text, str(path))
+    return before, after, header
