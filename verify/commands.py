@@ -49,6 +49,8 @@ def load_inputs(path: str, module: HloModule) -> list:
             if missing:
                 raise ValueError(f"{path} has no {missing[0]} for parameter {i} (%{param.name})")
             inputs.append(tuple(arrays[k] for k in keys))
+        elif param.shape.is_token:
+            inputs.append(None)
         else:
             if f"arg{i}" not in arrays:
                 raise ValueError(f"{path} has no arg{i} for parameter {i} (%{param.name})")

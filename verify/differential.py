@@ -314,6 +314,9 @@ def stack_given_inputs(module: HloModule, inputs: Sequence[Any], topology: Topol
                              f"{len(leaves)} leaves but {len(values)} input arrays were given")
         arrays = []
         for leaf, array in zip(leaves, values):
+            if leaf.is_token:
+                arrays.append(None)
+                continue
             array = np.asarray(array)
             dims = tuple(leaf.dims)
             dtype = leaf.element_type.numpy_dtype
@@ -325,6 +328,9 @@ def stack_given_inputs(module: HloModule, inputs: Sequence[Any], topology: Topol
                     f"shape {list(array.shape)}; expected {list(dims)} or "
                     f"[{topology.num_devices}, {', '.join(map(str, dims))}] for topology "
                     f"{topology}")
+            if array.dtype != dtype and array.dtype.kind == "V" and \
+                    array.dtype.itemsize == np.dtype(dtype).itemsize:
+                array = array.view(dtype)  # bf16 / f8 arrays are stored in npz as raw bytes
             if array.dtype != dtype:
                 raise ValueError(
                     f"input for parameter {param.parameter_number} (%{param.name}) has dtype "

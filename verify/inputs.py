@@ -21,7 +21,8 @@ Parameters marked ``parameter_replication={true}`` get the same value on every d
 program may rely on that, and feeding it different values would report a false alarm.
 
 Arrays are stacked per device: ``[D, *shape]``, row ``f`` for flattened device ``f`` (the npz
-format of ARCHITECTURE.md). Tuple-shaped parameters get a tuple of such arrays, one per leaf.
+format of ARCHITECTURE.md). Tuple-shaped parameters get a tuple of such arrays, one per leaf;
+token parameters get None.
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ def generate_inputs(module: HloModule, topology: Topology, *, seed: int = 0,
     for param in module.entry.parameters:
         replicated = parameter_replication(param)
         leaves = list(param.shape.leaves())
-        arrays = tuple(leaf_values(leaf, topology.num_devices, rng, style, replicated=rep)
+        arrays = tuple(None if leaf.is_token else
+                       leaf_values(leaf, topology.num_devices, rng, style, replicated=rep)
                        for leaf, rep in zip(leaves, replicated))
         values.append(arrays if param.shape.is_tuple else arrays[0])
     return values

@@ -222,15 +222,29 @@ def result_json(result: VerificationResult, *, include_modules: bool = False) ->
 # The counterexample directory.
 
 
-def inputs_npz_bytes(inputs: Sequence[Any]) -> bytes:
-    """The npz format: ``arg{i}`` per parameter (``arg{i}.{j}`` per leaf of a tuple one)."""
+def input_arrays(inputs: Sequence[Any]) -> dict[str, np.ndarray]:
+    """The npz keys: ``arg{i}`` per parameter (``arg{i}.{j}`` per leaf of a tuple one); token
+    parameters have none."""
     arrays: dict[str, np.ndarray] = {}
     for i, value in enumerate(inputs):
         if isinstance(value, tuple):
             for j, leaf in enumerate(value):
-                arrays[f"arg{i}.{j}"] = np.asarray(leaf)
-        else:
+                if leaf is not None:
+                    arrays[f"arg{i}.{j}"] = np.asarray(leaf)
+        elif value is not None:
             arrays[f"arg{i}"] = np.asarray(value)
+    return arrays
+
+
+def inputs_npz_bytes(inputs: Sequence[Any]) -> bytes:
+    """The npz file's bytes; bf16 / f8 / int4 arrays as raw bytes of their item size (numpy
+    cannot name those dtypes), read back by the parameter's element type."""
+    arrays = {}
+    for key, array in input_arrays(inputs).items():
+        if array.dtype.kind == "V" and type(array.dtype).__module__ != "numpy" or \
+                array.dtype.type.__module__.startswith("ml_dtypes"):
+            array = np.ascontiguousarray(array).view(f"V{array.dtype.itemsize}")
+        arrays[key] = array
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     return buffer.getvalue()

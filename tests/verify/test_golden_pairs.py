@@ -62,7 +62,9 @@ def test_each_side_of_a_golden_pair_verifies_against_itself(path, side):
     module = before if side == "before" else after
     topologies = header.get("topologies", "").split() or None
     result = check_modules(module, module.clone(), topologies, trials=2, minimize=False)
-    if header.get("status") == "FAILED_TO_PROVE" and side == "before":
+    undefined = (side == "before" and header.get("status") == "FAILED_TO_PROVE") or \
+        (side == "after" and header.get("error") == "ERROR: Collective mismatch in target")
+    if undefined:  # this side is undefined on every input: nothing to compare
         assert result.status is Status.FAILED_TO_PROVE
     elif header.get("status") == "ERROR" and side == "after":
         assert result.status is Status.ERROR
