@@ -167,7 +167,7 @@ def fingerprint_of(instr: HloInstruction, topology: Topology,
 
 def build_call(instr: HloInstruction, topology: Topology, operands: Sequence[np.ndarray],
                active: Sequence[int], *, combine: Callable[..., Any] | None = None,
-               variadic: bool = False, replicated: bool = False) -> CollectiveCall:
+               variadic: bool = False) -> CollectiveCall:
     """The transport's view of ``instr`` reached by ``active`` with stacked ``operands``."""
     kind = collective_kind(instr)
     dim = None
@@ -179,7 +179,7 @@ def build_call(instr: HloInstruction, topology: Topology, operands: Sequence[np.
     return CollectiveCall(
         kind=kind, operands=list(operands), active=tuple(int(d) for d in active),
         groups=participant_groups_of(instr, topology), dim=dim, pairs=pairs, combine=combine,
-        variadic=variadic, replicated=replicated, label=describe(instr),
+        variadic=variadic, label=describe(instr),
         reduction=recognize_reduction(to_apply) if kind in ("all-reduce", "reduce-scatter")
         else None)
 

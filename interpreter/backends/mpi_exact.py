@@ -42,8 +42,7 @@ class CollectiveCall:
     ``active[k]``). ``groups`` are the ordered participant groups (flattened ids) of the whole
     topology; for collective-permute they are the groups whose members must all arrive, and
     ``pairs`` are the flattened (source, target) pairs. ``combine`` is the elementwise reduction
-    (``combine_many`` semantics when ``variadic``). ``replicated`` says every operand is the same
-    on every device of the topology, which lets two ranks that both know it skip sending rows.
+    (``combine_many`` semantics when ``variadic``).
     """
 
     kind: str
@@ -54,7 +53,6 @@ class CollectiveCall:
     pairs: tuple[tuple[int, int], ...] = ()
     combine: Callable[..., Any] | None = None
     variadic: bool = False
-    replicated: bool = False
     label: str = ""
     reduction: str | None = field(default=None)  # "add", "multiply"... when recognised
 
@@ -86,11 +84,9 @@ def needed_devices(call: CollectiveCall, devices: Sequence[int]) -> set[int]:
 
 
 def exact_collective(call: CollectiveCall, exchange: Exchange, layout: RankLayout,
-                     peer_active: dict[int, tuple[int, ...]],
-                     peer_replicated: dict[int, bool]) -> list[np.ndarray]:
+                     peer_active: dict[int, tuple[int, ...]]) -> list[np.ndarray]:
     """The collective's outputs for ``call.active``, bit-identical to the local backend."""
-    if call.kind in ("all-reduce", "reduce-scatter") and not (
-            call.replicated and all(peer_replicated.get(p, False) for p in peer_active)):
+    if call.kind in ("all-reduce", "reduce-scatter"):
         return exact_reduction(call, exchange, layout, peer_active)
     active = call.active
     mine = set(active)
@@ -99,14 +95,11 @@ def exact_collective(call: CollectiveCall, exchange: Exchange, layout: RankLayou
                                   for their in peer_active.values()):
         return _apply_in_place(call)
     specs = [ArraySpec(op.shape[1:], op.dtype) for op in call.operands]
-    # Rows come from peers that are not both replicated with us; the others we can copy.
     sends: dict[int, list[np.ndarray]] = {}
     receives: dict[int, list[ArraySpec]] = {}
     from_peer: dict[int, list[int]] = {}
     row_of = {d: k for k, d in enumerate(active)}
     for peer, their_active in peer_active.items():
-        if call.replicated and peer_replicated.get(peer, False):
-            continue
         hosted = set(layout.hosted(peer))
         wanted = sorted(needed & hosted)
         if wanted:
@@ -127,13 +120,6 @@ def exact_collective(call: CollectiveCall, exchange: Exchange, layout: RankLayou
         for peer, devices in from_peer.items():
             stack[[position[d] for d in devices]] = received[peer][i]
         stacks.append(stack)
-    if call.replicated:
-        # Devices of replicated peers that sent nothing hold the value every device holds.
-        missing = [position[d] for d in ids if d not in mine
-                   and not any(d in devices for devices in from_peer.values())]
-        if missing:
-            for stack, operand in zip(stacks, call.operands):
-                stack[missing] = operand[0]
     outputs = _apply(call, stacks, position)
     rows = np.asarray([position[d] for d in active], dtype=np.int64)
     return [out[rows] for out in outputs]

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, NoReturn, Sequence
 
 from interpreter.backends.mpi_layout import RankLayout, format_devices
+from interpreter.errors import InterpreterError
 
 __all__ = [
     "Arrival",
@@ -69,17 +70,26 @@ SEVERITY_TIMEOUT = 2
 SEVERITY_BYSTANDER = 3
 
 
-class MpiRunError(Exception):
+class MpiRunError(InterpreterError):
     """The agreed reason a run ended early; every rank raises the same one.
 
     ``exit_code`` follows the CLI's convention: 1 the run found a problem in the program
-    (collective mismatch, timeout), 2 bad input or an internal error.
+    (collective mismatch, timeout), 2 bad input or an internal error. It is an
+    ``InterpreterError`` so that the evaluator lets it through unchanged; its message is already
+    final (it names the instruction where that matters), so it is never re-attached to the
+    instruction this rank happened to be executing.
     """
 
     def __init__(self, message: str, exit_code: int) -> None:
         super().__init__(message)
         self.message = message
         self.exit_code = exit_code
+
+    def attach(self, instruction) -> None:  # noqa: ARG002 - the agreed message stays as is
+        return
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class CollectiveMismatch(Exception):
@@ -116,14 +126,13 @@ class Arrival:
 
     ``fingerprint`` is None at the end of the program. ``label`` names the point in messages
     (the instruction's text), ``active`` lists the flattened ids of the rank's devices that
-    arrived, ``replicated`` says its operands are the same on every device (not compared).
+    arrived.
     """
 
     rank: int
     fingerprint: Fingerprint | None
     label: str
     active: tuple[int, ...]
-    replicated: bool = False
 
     @property
     def is_end(self) -> bool:

@@ -32,10 +32,16 @@ MODES = ("exact", "native")
 class MpiTransport:
     """Collectives, the end-of-program check and the output gather for one rank.
 
+    The evaluator's transport (``interpreter.backends.Transport``): the collective ops call
+    :meth:`collective` with the devices of this rank that reached the collective.
+
     ``comm`` defaults to ``MPI.COMM_WORLD``; its size W must divide the device count.
     ``collective_groups`` (native mode) lists the participant groups of every collective of the
     module, so that the sub-communicators are created up front, before control flow can diverge.
     """
+
+    name = "mpi"
+    uses_fingerprints = True
 
     def __init__(self, layout: RankLayout, *, mode: str = "exact", timeout: float | None = None,
                  comm: Any = None,
@@ -72,8 +78,7 @@ class MpiTransport:
         """The outputs of ``call`` for ``call.active``; raises MpiRunError if the run must end."""
         control = self.control
         control.poll_abort()
-        arrival = Arrival(self.rank, fingerprint, call.label or call.kind, tuple(call.active),
-                          call.replicated)
+        arrival = Arrival(self.rank, fingerprint, call.label or call.kind, tuple(call.active))
         involved = set().union(*call.touching_groups(call.active)) if call.groups else set()
         if call.kind == "collective-permute":
             involved |= {d for pair in call.pairs for d in pair if
@@ -84,13 +89,11 @@ class MpiTransport:
         if problem is not None:
             control.fail(CollectiveMismatch(problem))
         peer_active = {peer: other.active for peer, other in received.items()}
-        peer_replicated = {peer: other.replicated for peer, other in received.items()}
         try:
             if self.native is not None and self.native.supports(call):
                 outputs = self.native.run(call, peer_active)
             else:
-                outputs = exact_collective(call, self.exchange, self.layout, peer_active,
-                                           peer_replicated)
+                outputs = exact_collective(call, self.exchange, self.layout, peer_active)
         except MpiRunError:
             raise
         except Exception as error:  # noqa: BLE001 - any failure ends every rank the same way
