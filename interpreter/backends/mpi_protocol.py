@@ -84,6 +84,8 @@ class MpiRunError(InterpreterError):
         super().__init__(message)
         self.message = message
         self.exit_code = exit_code
+        # Set once every rank reported: True if MPI may be shut down cleanly.
+        self.clean_shutdown: bool | None = None
 
     def attach(self, instruction) -> None:  # noqa: ARG002 - the agreed message stays as is
         return

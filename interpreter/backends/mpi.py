@@ -1,0 +1,210 @@
+"""The MPI backend: the same execution as the local backend, one MPI process per block of devices.
+
+``mpiexec -n W neuron-sim run MODULE.hlo --backend mpi`` starts W processes; each one parses the
+module, hosts D/W of the D simulated devices (placed by the device assignment, see
+``mpi_layout``), runs the shared evaluator on them and hands every collective to its
+``MpiTransport``. Rank 0 then gathers the outputs (or each rank writes its own).
+
+Python API, for code already running under mpiexec::
+
+    from interpreter.backends.mpi import run_mpi
+    result = run_mpi(module, inputs, topology, mode="exact")   # on every rank
+    result.outputs        # rank 0: one [D, *shape] array per result leaf; other ranks: None
+
+Every rank raises the same ``MpiRunError`` when the run ends early (collective mismatch, an
+error on some rank, the ``timeout`` watchdog); ``exit_process`` then ends the process the way
+that keeps mpiexec quiet. A module-level ``mpi4py`` import is avoided: importing mpi4py starts
+MPI, which only an MPI run should do.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, NoReturn, Sequence
+
+import numpy as np
+
+from interpreter.backends.mpi_collectives import module_groups
+from interpreter.backends.mpi_layout import RankLayout, RankLayoutError
+from interpreter.backends.mpi_protocol import EXIT_INTERNAL, EXIT_MISMATCH, MpiRunError
+from interpreter.backends.mpi_transport import MODES, MpiTransport
+from neuron_sim.hlo import HloModule, parse_module
+from neuron_sim.hlo.shapes import ArrayShape
+from neuron_sim.topology import Topology
+
+__all__ = ["DEFAULT_TIMEOUT", "MODES", "MpiResult", "MpiRunError", "RankLayout",
+           "RankLayoutError", "exit_process", "per_rank_path", "run_mpi", "write_outputs"]
+
+DEFAULT_TIMEOUT = 600.0
+
+
+@dataclass
+class MpiResult:
+    """What one rank knows after a successful run.
+
+    ``local_outputs[j]`` is leaf j stacked over ``devices`` (this rank's flattened ids);
+    ``outputs`` is the gathered ``[D, *shape]`` list on rank 0 and None elsewhere (or when not
+    gathered).
+    """
+
+    rank: int
+    world_size: int
+    devices: tuple[int, ...]
+    local_outputs: list[np.ndarray]
+    outputs: list[np.ndarray] | None
+    topology: Topology
+    mode: str
+    collectives_run: int = 0
+    instructions_executed: int = 0
+    device_instructions: int = 0
+    transport: Any = field(default=None, repr=False)
+
+
+def _report(error: MpiRunError) -> None:
+    print(f"neuron-sim: error: {error.message}", file=sys.stderr, flush=True)
+
+
+def run_mpi(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] | None = None,
+            topology: Topology | None = None, *, mode: str = "exact",
+            timeout: float | None = DEFAULT_TIMEOUT, seed: int | None = None,
+            comm: Any = None, gather: bool = True,
+            report: Callable[[MpiRunError], None] = _report) -> MpiResult:
+    """Run ``module`` on this rank's devices; call it on every rank of ``comm`` (default world).
+
+    ``inputs`` and ``seed`` mean what they mean for ``interpreter.run`` (every rank reads or
+    draws all devices' inputs and keeps its own rows). Raises ``RankLayoutError`` on every rank
+    when W does not divide D. When the run ends early every rank calls ``report`` once with the
+    agreed error, waits until all ranks have reported, and raises it as ``MpiRunError``.
+    """
+    from mpi4py import MPI
+
+    from interpreter import draw_inputs
+    from interpreter.errors import CollectiveMismatchError
+    from interpreter.evaluator import Evaluator
+    from interpreter.values import leaves
+
+    world = MPI.COMM_WORLD if comm is None else comm
+    if isinstance(module, str):
+        module = parse_module(module)
+    if topology is None:
+        topology = Topology(module.replica_count, module.num_partitions)
+    layout = RankLayout(topology, world.Get_size())
+    transport = MpiTransport(layout, mode=mode, timeout=timeout, comm=world,
+                             collective_groups=module_groups(module, topology)
+                             if mode == "native" else ())
+    control = transport.control
+    control.start_watchdog(report)
+    devices = transport.devices
+    try:
+        try:
+            args = _arguments(module, topology, inputs, seed, devices, draw_inputs)
+            evaluator = Evaluator(module, topology, transport, seed)
+            result = evaluator.run_entry(args, np.asarray(devices, dtype=np.int64))
+            local = [_materialize(value, len(devices)) for value in leaves(result)]
+            transport.finish()
+            outputs = transport.gather(local) if gather else None
+        except MpiRunError:
+            raise
+        except CollectiveMismatchError as error:
+            transport.fail(error, exit_code=EXIT_MISMATCH)
+        except Exception as error:  # noqa: BLE001 - every rank must end with the same error
+            transport.fail(error, exit_code=exit_code_for(error))
+    except MpiRunError as error:
+        error.clean_shutdown = control.conclude(error, report)
+        raise
+    control.stop_watchdog()
+    return MpiResult(transport.rank, layout.world_size, devices, local, outputs, topology, mode,
+                     transport.collectives_run, evaluator.instructions_executed,
+                     evaluator.device_instructions, transport)
+
+
+def exit_code_for(error: BaseException) -> int:
+    """The exit code the CLI gives ``error`` (bad input, our limits and bugs alike: 2)."""
+    return EXIT_INTERNAL
+
+
+def _arguments(module: HloModule, topology: Topology, inputs, seed, devices, draw_inputs):
+    """The entry arguments on this rank's devices (all devices' inputs read, own rows kept)."""
+    from interpreter.errors import InputError
+    from interpreter.values import TOKEN, Replicated, collapse_if_uniform
+    from neuron_sim.io import fit_arguments
+
+    shapes = [p.shape for p in module.entry.parameters]
+    if inputs is None:
+        if any(isinstance(s, ArrayShape) and s.is_array for s in shapes) and seed is None:
+            raise InputError(f"module {module.name} has {len(shapes)} parameters: give inputs "
+                             "or a seed to draw them")
+        inputs = draw_inputs(module, topology, seed or 0)
+    try:
+        arrays = fit_arguments(inputs, shapes, topology.num_devices)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    rows = np.asarray(devices, dtype=np.int64)
+    args = []
+    for array, shape in zip(arrays, shapes):
+        if array is None:
+            args.append(TOKEN)
+        elif array.ndim == len(shape.dims):
+            value = np.array(array, copy=True)
+            value.flags.writeable = False
+            args.append(Replicated(value))
+        else:
+            args.append(collapse_if_uniform(np.array(array[rows], copy=True)))
+    return args
+
+
+def _materialize(value, rows: int) -> np.ndarray:
+    from interpreter.values import TOKEN, Replicated
+
+    if value is TOKEN:
+        return np.zeros((rows, 0), np.bool_)
+    if isinstance(value, Replicated):
+        return np.array(np.broadcast_to(value.array, (rows, *value.array.shape)))
+    return np.array(value.array, copy=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Output and leaving.
+
+
+def per_rank_path(path: str | os.PathLike, rank: int) -> Path:
+    """``out.npz`` -> ``out.rank3.npz``: where rank 3 writes with ``--output-per-rank``."""
+    path = Path(path)
+    suffix = path.suffix or ".npz"
+    return path.with_name(f"{path.stem if path.suffix else path.name}.rank{rank}{suffix}")
+
+
+def write_outputs(result: MpiResult, path: str | os.PathLike, *, per_rank: bool = False) -> None:
+    """Rank 0 writes the gathered npz; with ``per_rank`` every rank writes its own devices.
+
+    A per-rank file holds ``out{j}`` stacked over the rank's devices and ``devices``, their
+    flattened ids.
+    """
+    from neuron_sim.io import output_arrays, write_npz
+
+    if per_rank:
+        arrays = output_arrays(result.local_outputs)
+        arrays["devices"] = np.asarray(result.devices, dtype=np.int64)
+        write_npz(per_rank_path(path, result.rank), arrays)
+    elif result.outputs is not None:
+        write_npz(path, output_arrays(result.outputs))
+
+
+def exit_process(code: int, *, clean: bool = True) -> NoReturn:
+    """End this rank: shut MPI down and exit with ``code`` when ``clean``, else ``os._exit``.
+
+    A clean shutdown waits for every rank to finalize; ``os._exit`` is for a rank whose MPI
+    state cannot be trusted (a transfer still pending), and makes mpiexec end the others.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if clean:
+        from mpi4py import MPI
+
+        if not MPI.Is_finalized():
+            MPI.Finalize()
+        sys.exit(code)
+    os._exit(code)
