@@ -1,0 +1,281 @@
+"""Walks a computation for a frame of devices; the engine every backend shares.
+
+A ``Frame`` is the set of rows a computation runs for: at the top level one row per simulated
+device (``devices`` holds their flattened ids); inside device-dependent control flow a subset of
+them; and when a scalar computation (a reduction, a comparator, a scatter combiner) is applied
+elementwise, one row per element (``devices`` is None). Ops are vectorized over the rows, and
+values identical on every row are held once (``interpreter.values``).
+
+Collectives go through ``self.transport`` (``interpreter.backends``), so a backend that runs
+devices in several processes reuses this evaluator and the ops and swaps only the transport.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from neuron_sim.hlo import HloComputation, HloInstruction, HloModule, Opcode
+from neuron_sim.hlo.shapes import ArrayShape, Shape, TupleShape
+from neuron_sim.topology import Topology
+
+from interpreter.errors import ExecutionError, InterpreterError, Unimplemented
+from interpreter.ops import REGISTRY
+from interpreter.values import (TOKEN, PerDevice, Replicated, TupleValue, Value, batched)
+
+
+class Frame:
+    """The rows a computation is evaluated for.
+
+    ``devices``: flattened device ids of the rows (ascending), or None when the rows are the
+    elements of an elementwise application of a scalar computation.
+    """
+
+    __slots__ = ("devices", "n")
+
+    def __init__(self, devices: np.ndarray | None, n: int | None = None) -> None:
+        self.devices = devices
+        self.n = len(devices) if devices is not None else int(n or 0)
+
+    @property
+    def is_device_frame(self) -> bool:
+        return self.devices is not None
+
+    def subset(self, rows: np.ndarray) -> "Frame":
+        """The frame of the rows ``rows`` (indices into this frame's rows)."""
+        if self.devices is None:
+            return Frame(None, len(rows))
+        return Frame(self.devices[rows])
+
+    def __repr__(self) -> str:
+        if self.devices is None:
+            return f"Frame({self.n} elements)"
+        return f"Frame(devices={self.devices.tolist()})"
+
+
+class OpContext:
+    """What an op implementation may use: the instruction, the frame and the evaluator."""
+
+    __slots__ = ("evaluator", "inst", "frame")
+
+    def __init__(self, evaluator: "Evaluator", inst: HloInstruction, frame: Frame) -> None:
+        self.evaluator = evaluator
+        self.inst = inst
+        self.frame = frame
+
+    @property
+    def shape(self) -> Shape:
+        return self.inst.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The numpy dtype of the (array) result."""
+        return self.inst.shape.element_type.numpy_dtype
+
+    @property
+    def n(self) -> int:
+        return self.frame.n
+
+    def attr(self, name: str, default=None):
+        return self.inst.attrs.get(name, default)
+
+    def call(self, computation: HloComputation, args: Sequence[Value],
+             frame: Frame | None = None) -> Value:
+        """Evaluate ``computation`` on ``args`` for this frame (or ``frame``)."""
+        return self.evaluator.evaluate(computation, args, frame or self.frame)
+
+    def elementwise(self, computation: HloComputation) -> Callable[..., object]:
+        """``computation`` (scalar parameters) as a function applied elementwise to arrays."""
+        return self.evaluator.elementwise(computation)
+
+    @staticmethod
+    def unify(*arrays: np.ndarray) -> list[np.ndarray]:
+        """Broadcast the row axes of batched arrays to their common size (views, no copies)."""
+        n = max(a.shape[0] for a in arrays)
+        return [a if a.shape[0] == n else np.broadcast_to(a, (n, *a.shape[1:])) for a in arrays]
+
+
+_Plan = list[tuple[HloInstruction, tuple[HloInstruction, ...], tuple[HloInstruction, ...]]]
+
+
+class Evaluator:
+    """Executes computations of one module on one topology through one transport."""
+
+    def __init__(self, module: HloModule, topology: Topology, transport, seed: int | None = None
+                 ) -> None:
+        self.module = module
+        self.topology = topology
+        self.transport = transport
+        self.seed = 0 if seed is None else int(seed)
+        self.rng_calls = 0  # advances every time an rng op executes (deterministic streams)
+        self.rng_state: np.ndarray | None = None  # for rng-get-and-update-state
+        self.instructions_executed = 0
+        self.device_instructions = 0  # instructions x devices they ran for (device frames only)
+        self.cache: dict[str, dict] = {}  # per-instruction facts ops compute once
+        self._plans: dict[HloComputation, _Plan] = {}
+        self._elementwise: dict[HloComputation, Callable[..., object]] = {}
+
+    # -- computations ----------------------------------------------------------------------
+    def run_entry(self, args: Sequence[Value], devices: np.ndarray | None = None) -> Value:
+        """Evaluate the entry computation for ``devices`` (default: every device)."""
+        if devices is None:
+            devices = np.arange(self.topology.num_devices, dtype=np.int64)
+        with np.errstate(all="ignore"):  # wrap-around and inf/NaN are semantics, not warnings
+            return self.evaluate(self.module.entry, args, Frame(devices))
+
+    def evaluate(self, computation: HloComputation, args: Sequence[Value], frame: Frame
+                 ) -> Value:
+        """The value of ``computation``'s root given its parameters' values."""
+        plan = self._plans.get(computation)
+        if plan is None:
+            plan = self._plans[computation] = _make_plan(computation)
+        env: dict[HloInstruction, Value] = {}
+        for inst, operands, dead in plan:
+            if inst.opcode is Opcode.PARAMETER:
+                number = inst.parameter_number
+                if number >= len(args):
+                    raise InterpreterError(
+                        f"computation {computation.name} has parameter {number} but was called "
+                        f"with {len(args)} arguments", inst)
+                env[inst] = args[number]
+                continue
+            values = [env[o] for o in operands]
+            try:
+                env[inst] = self.execute(inst, values, frame)
+            except InterpreterError as error:
+                error.attach(inst)
+                raise
+            except Exception as error:  # noqa: BLE001 - every failure names its instruction
+                raise ExecutionError.wrapping(error, inst) from error
+            for gone in dead:
+                env.pop(gone, None)
+        return env[computation.root]
+
+    def execute(self, inst: HloInstruction, args: list[Value], frame: Frame) -> Value:
+        """Execute one instruction on its operand values."""
+        implementation = REGISTRY.get(inst.opcode)
+        if implementation is None:
+            raise Unimplemented(inst.opcode.spelling)
+        self.instructions_executed += 1
+        if frame.devices is not None:
+            self.device_instructions += frame.n
+        ctx = OpContext(self, inst, frame)
+        if implementation.values:
+            return implementation.fn(ctx, *args)
+        arrays = []
+        replicated = True
+        for value in args:
+            if isinstance(value, Replicated):
+                arrays.append(value.array[None])
+            elif isinstance(value, PerDevice):
+                arrays.append(value.array)
+                replicated = False
+            else:
+                raise InterpreterError(f"operand {len(arrays)} is {value!r}, not an array")
+        result = implementation.fn(ctx, *arrays)
+        return wrap_result(inst.shape, result, replicated, frame.n)
+
+    # -- scalar computations applied elementwise -------------------------------------------
+    def elementwise(self, computation: HloComputation) -> Callable[..., object]:
+        """A function applying ``computation`` elementwise to arrays of one (broadcast) shape.
+
+        Returns an array, or a tuple of arrays when the computation returns a tuple. A
+        computation that is a single elementwise op on its two parameters calls that op's
+        implementation directly; any other is evaluated with one frame row per element.
+        """
+        fn = self._elementwise.get(computation)
+        if fn is None:
+            fn = self._elementwise[computation] = self._make_elementwise(computation)
+        return fn
+
+    def _make_elementwise(self, computation: HloComputation) -> Callable[..., object]:
+        root = computation.root
+        params = computation.parameters
+        implementation = REGISTRY.get(root.opcode)
+        if (implementation is not None and not implementation.values
+                and root.opcode.is_elementwise and isinstance(root.shape, ArrayShape)
+                and len(computation.instructions) == len(params) + 1
+                and all(o.opcode is Opcode.PARAMETER for o in root.operands)):
+            order = [o.parameter_number for o in root.operands]
+            ctx = OpContext(self, root, Frame(None, 0))
+            dtype = root.shape.element_type.numpy_dtype
+
+            def direct(*arrays: np.ndarray) -> np.ndarray:
+                try:
+                    out = implementation.fn(ctx, *(np.asarray(arrays[i]) for i in order))
+                except InterpreterError as error:
+                    error.attach(root)
+                    raise
+                except Exception as error:  # noqa: BLE001
+                    raise ExecutionError.wrapping(error, root) from error
+                out = np.asarray(out)
+                return out if out.dtype == dtype else out.astype(dtype)
+
+            return direct
+
+        def general(*arrays: np.ndarray) -> object:
+            arrays = [np.asarray(a) for a in arrays]
+            shape = np.broadcast_shapes(*(a.shape for a in arrays))
+            size = int(np.prod(shape, dtype=np.int64))
+            flat = [np.broadcast_to(a, shape).reshape(size) for a in arrays]
+            result = self.evaluate(computation, [PerDevice(f) for f in flat], Frame(None, size))
+            return _unbatch(result, shape, size)
+
+        return general
+
+
+def _unbatch(value: Value, shape: tuple[int, ...], size: int) -> object:
+    if isinstance(value, TupleValue):
+        return tuple(_unbatch(e, shape, size) for e in value.elements)
+    if isinstance(value, Replicated):
+        return np.broadcast_to(value.array, shape).copy()
+    if isinstance(value, PerDevice):
+        return value.array.reshape(shape)
+    raise InterpreterError(f"an elementwise computation returned {value!r}")
+
+
+def wrap_result(shape: Shape, result, replicated: bool, n: int) -> Value:
+    """Turn an array op's batched result into a Value, checking it against the HLO shape."""
+    if isinstance(shape, TupleShape):
+        if not isinstance(result, (list, tuple)) or len(result) != len(shape.elements):
+            raise InterpreterError(f"internal error: op returned {type(result).__name__} for "
+                                   f"tuple shape {shape}")
+        return TupleValue([wrap_result(s, r, replicated, n)
+                           for s, r in zip(shape.elements, result)])
+    if shape.is_token:
+        return TOKEN
+    array = np.asarray(result)
+    dtype = shape.element_type.numpy_dtype
+    if array.dtype != dtype:
+        array = array.astype(dtype)
+    if array.shape[1:] != shape.dims or array.ndim != len(shape.dims) + 1:
+        raise InterpreterError(f"internal error: op produced shape {list(array.shape[1:])}, "
+                               f"the instruction's shape is {shape}")
+    rows = array.shape[0]
+    if replicated:
+        if rows != 1:
+            raise InterpreterError(f"internal error: replicated operands gave {rows} rows")
+        return Replicated(array[0])
+    if rows != n:
+        if rows != 1:
+            raise InterpreterError(f"internal error: op produced {rows} rows for {n} devices")
+        array = np.broadcast_to(array, (n, *array.shape[1:]))
+    return PerDevice(array)
+
+
+def _make_plan(computation: HloComputation) -> _Plan:
+    """Instructions in order, each with its operands and the values it is the last user of."""
+    order = computation.instructions
+    last_use: dict[HloInstruction, int] = {}
+    for index, inst in enumerate(order):
+        for operand in inst.operands:
+            last_use[operand] = index
+    dead_at: dict[int, list[HloInstruction]] = {}
+    for inst, index in last_use.items():
+        if inst is not computation.root:
+            dead_at.setdefault(index, []).append(inst)
+    return [(inst, tuple(inst.operands), tuple(dead_at.get(i, ()))) for i, inst in enumerate(order)]
+
+
+__all__ = ["Evaluator", "Frame", "OpContext", "batched", "wrap_result"]

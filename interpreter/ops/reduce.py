@@ -1,0 +1,377 @@
+"""Reductions: reduce (variadic), reduce-window, select-and-scatter, sort.
+
+Order of evaluation (ours, like XLA's HloEvaluator): a reduction is a left fold starting from
+the init value over the reduced elements in row-major order of their indices. For integer and
+pred reductions with an associative op the order cannot matter and numpy reduces directly; for
+float add/multiply the fold is sequential (``ufunc.accumulate``), in the operand's own type — a
+bf16 sum accumulates in bf16 (SEMANTICS.md §4). Windows skip padding positions (they are not
+folded at all). Sort is stable whatever ``is_stable`` says and calls the comparator computation
+itself (vectorized merge sort), so custom and multi-operand comparators work.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from neuron_sim.hlo import HloComputation, Opcode
+
+from interpreter.errors import InterpreterError
+from interpreter.ops.elementwise import (_int_work_dtype, _wrap_int, element_type_of,
+                                         float_maximum, float_minimum, is_complex, is_float,
+                                         is_pred, total_order_key)
+from interpreter.ops.indexing import apply_in_order
+from interpreter.ops.registry import implements
+
+_ASSOCIATIVE = (Opcode.ADD, Opcode.MULTIPLY, Opcode.MAXIMUM, Opcode.MINIMUM, Opcode.AND,
+                Opcode.OR, Opcode.XOR)
+
+
+def binary_reducer(computation: HloComputation) -> Opcode | None:
+    """The opcode if ``computation`` is ``op(param0, param1)`` for a common reduction op."""
+    root = computation.root
+    if (len(computation.instructions) == 3 and root.opcode in _ASSOCIATIVE
+            and len(root.operands) == 2
+            and sorted(o.parameter_number for o in root.operands
+                       if o.parameter_number is not None) == [0, 1]):
+        return root.opcode
+    return None
+
+
+_INT_UFUNCS = {Opcode.ADD: np.add, Opcode.MULTIPLY: np.multiply, Opcode.MAXIMUM: np.maximum,
+               Opcode.MINIMUM: np.minimum, Opcode.AND: np.bitwise_and,
+               Opcode.OR: np.bitwise_or, Opcode.XOR: np.bitwise_xor}
+_PRED_UFUNCS = {Opcode.ADD: np.logical_or, Opcode.MULTIPLY: np.logical_and,
+                Opcode.MAXIMUM: np.logical_or, Opcode.MINIMUM: np.logical_and,
+                Opcode.AND: np.logical_and, Opcode.OR: np.logical_or,
+                Opcode.XOR: np.logical_xor}
+
+
+def _identity(opcode: Opcode, dtype: np.dtype):
+    """The identity of a reduction op in ``dtype`` (None if there is none we can use)."""
+    if is_pred(dtype):
+        return {Opcode.ADD: False, Opcode.OR: False, Opcode.XOR: False, Opcode.MAXIMUM: False,
+                Opcode.MULTIPLY: True, Opcode.AND: True, Opcode.MINIMUM: True}[opcode]
+    et = element_type_of(dtype)
+    if et.is_integral and et.bits >= 8:
+        info = np.iinfo(dtype)
+        return {Opcode.ADD: 0, Opcode.OR: 0, Opcode.XOR: 0, Opcode.MULTIPLY: 1,
+                Opcode.AND: -1 if et.is_signed else info.max, Opcode.MAXIMUM: info.min,
+                Opcode.MINIMUM: info.max}[opcode]
+    if et.is_float and et.has_inf:
+        return {Opcode.ADD: -0.0, Opcode.MULTIPLY: 1.0, Opcode.MAXIMUM: -np.inf,
+                Opcode.MINIMUM: np.inf}.get(opcode)
+    return None
+
+
+def fold_last_axis(xs: Sequence[np.ndarray], inits: Sequence[np.ndarray],
+                   computation: HloComputation, ctx) -> list[np.ndarray]:
+    """Left-fold the last axis of each ``xs`` (shape (..., K)) starting from ``inits`` (...)."""
+    opcode = binary_reducer(computation)
+    if len(xs) == 1 and opcode is not None:
+        fast = _fold_binary(xs[0], inits[0], opcode)
+        if fast is not None:
+            return [fast]
+    combine = ctx.elementwise(computation)
+    accs = [np.array(i, copy=True) for i in inits]
+    for k in range(xs[0].shape[-1]):
+        result = combine(*accs, *(x[..., k] for x in xs))
+        accs = list(result) if isinstance(result, tuple) else [result]
+    return accs
+
+
+def _fold_binary(x: np.ndarray, init: np.ndarray, opcode: Opcode) -> np.ndarray | None:
+    dtype = x.dtype
+    init = np.broadcast_to(init, x.shape[:-1]).astype(dtype)
+    with np.errstate(all="ignore"):
+        if is_pred(dtype):
+            ufunc = _PRED_UFUNCS[opcode]
+            return ufunc(init, ufunc.reduce(x, axis=-1)) if x.shape[-1] else init.copy()
+        et = element_type_of(dtype)
+        if et.is_integral:
+            ufunc = _INT_UFUNCS[opcode]
+            work = _int_work_dtype(dtype)
+            if not x.shape[-1]:
+                return init.copy()
+            reduced = ufunc.reduce(x.astype(work, copy=False), axis=-1)
+            return _wrap_int(ufunc(init.astype(work, copy=False), reduced), dtype)
+        if (et.is_float or is_complex(dtype)) and opcode in (Opcode.ADD, Opcode.MULTIPLY):
+            ufunc = np.add if opcode is Opcode.ADD else np.multiply
+            sequence = np.concatenate([init[..., None], x], axis=-1)
+            return ufunc.accumulate(sequence, axis=-1)[..., -1]
+        if et.is_float and opcode in (Opcode.MAXIMUM, Opcode.MINIMUM):
+            fn = float_maximum if opcode is Opcode.MAXIMUM else float_minimum
+            return fn(init, _tree_fold(x, fn)) if x.shape[-1] else init.copy()
+    return None
+
+
+def _tree_fold(x: np.ndarray, fn: Callable) -> np.ndarray:
+    """Reduce the last axis pairwise (only for ops where order cannot change the result)."""
+    while x.shape[-1] > 1:
+        half = x.shape[-1] // 2
+        paired = fn(x[..., :half], x[..., half:2 * half])
+        x = np.concatenate([paired, x[..., 2 * half:]], axis=-1) if x.shape[-1] % 2 else paired
+    return x[..., 0]
+
+
+# ---------------------------------------------------------------------------------------------
+# reduce
+
+@implements(Opcode.REDUCE)
+def reduce(ctx, *arrays):
+    count = len(arrays) // 2
+    rows = max(a.shape[0] for a in arrays)
+    xs = [np.broadcast_to(a, (rows, *a.shape[1:])) for a in arrays[:count]]
+    inits = arrays[count:]
+    dims = sorted(ctx.inst.dimensions)
+    rank = xs[0].ndim - 1
+    kept = [d for d in range(rank) if d not in dims]
+    kept_sizes = [xs[0].shape[1 + d] for d in kept]
+    reduced = int(np.prod([xs[0].shape[1 + d] for d in dims], dtype=np.int64))
+    moved = [x.transpose(0, *(1 + d for d in kept), *(1 + d for d in dims))
+             .reshape(rows, *kept_sizes, reduced) for x in xs]
+    init_values = [np.broadcast_to(i.reshape(i.shape[0], *([1] * len(kept))),
+                                   (rows, *kept_sizes)) for i in inits]
+    results = fold_last_axis(moved, init_values, ctx.attr("to_apply"), ctx)
+    return results if count > 1 else results[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Windows
+
+def _window_geometry(window, in_dims: Sequence[int], *, dilations: bool = True):
+    """Per dim: (output size, source index (O, K), valid mask (O, K)) of a window spec."""
+    geometry = []
+    for size, spec in zip(in_dims, window.dims):
+        base = spec.lhs_dilation if dilations else 1
+        dilation = spec.rhs_dilation if dilations else 1
+        dilated = (size - 1) * base + 1 if size else 0
+        padded = spec.pad_low + dilated + spec.pad_high
+        extent = (spec.size - 1) * dilation + 1
+        out = (padded - extent) // spec.stride + 1 if padded >= extent else 0
+        o = np.arange(out)[:, None]
+        k = np.arange(spec.size)[None, :]
+        q = o * spec.stride + k * dilation - spec.pad_low
+        valid = (q >= 0) & (q < dilated) & (q % base == 0)
+        source = np.where(valid, q // base, 0)
+        geometry.append((out, source, valid))
+    return geometry
+
+
+def _gather_windows(geometry, rank: int):
+    """Fancy indices (one per dim) and validity, shaped (1, *O, *K), from window geometry."""
+    indices, valid = [], None
+    for d, (_, source, ok) in enumerate(geometry):
+        shape = [1] * (1 + 2 * rank)
+        shape[1 + d] = source.shape[0]
+        shape[1 + rank + d] = source.shape[1]
+        indices.append(source.reshape(shape))
+        mask = ok.reshape(shape)
+        valid = mask if valid is None else valid & mask
+    if valid is None:
+        valid = np.ones((1,), bool)
+    return indices, valid
+
+
+@implements(Opcode.REDUCE_WINDOW)
+def reduce_window(ctx, *arrays):
+    count = len(arrays) // 2
+    rows = max(a.shape[0] for a in arrays)
+    xs = [np.broadcast_to(a, (rows, *a.shape[1:])) for a in arrays[:count]]
+    inits = arrays[count:]
+    rank = xs[0].ndim - 1
+    window = ctx.attr("window")
+    if window is None or len(window.dims) != rank:
+        raise InterpreterError("reduce-window needs a window with one entry per dimension")
+    geometry = _window_geometry(window, xs[0].shape[1:])
+    out_dims = [g[0] for g in geometry]
+    indices, valid = _gather_windows(geometry, rank)
+    row_index = np.arange(rows).reshape(rows, *([1] * (2 * rank)))
+    window_size = int(np.prod([spec.size for spec in window.dims], dtype=np.int64))
+    gathered = [x[(row_index, *indices)].reshape(rows, *out_dims, window_size) for x in xs]
+    valid = np.broadcast_to(valid, (1, *out_dims, *[s.size for s in window.dims])) \
+        .reshape(1, *out_dims, window_size)
+    init_values = [np.broadcast_to(i.reshape(i.shape[0], *([1] * rank)), (rows, *out_dims))
+                   for i in inits]
+    computation = ctx.attr("to_apply")
+    opcode = binary_reducer(computation)
+    identity = _identity(opcode, xs[0].dtype) if opcode is not None and count == 1 else None
+    if identity is not None:
+        filled = np.where(valid, gathered[0], np.array(identity).astype(xs[0].dtype))
+        return fold_last_axis([filled], init_values, computation, ctx)[0]
+    combine = ctx.elementwise(computation)
+    accs = [np.array(i, copy=True) for i in init_values]
+    for k in range(window_size):
+        result = combine(*accs, *(g[..., k] for g in gathered))
+        result = list(result) if isinstance(result, tuple) else [result]
+        accs = [np.where(valid[..., k], r, a) for r, a in zip(result, accs)]
+    return accs if count > 1 else accs[0]
+
+
+@implements(Opcode.SELECT_AND_SCATTER)
+def select_and_scatter(ctx, operand, source, init):
+    """For each window of ``operand`` pick one element with ``select`` (keep the current pick
+    while select(current, candidate) holds), then combine the window's ``source`` value into
+    that position with ``scatter``; windows are visited in row-major order of ``source``."""
+    rows = max(operand.shape[0], source.shape[0], init.shape[0])
+    operand = np.broadcast_to(operand, (rows, *operand.shape[1:]))
+    source = np.broadcast_to(source, (rows, *source.shape[1:]))
+    rank = operand.ndim - 1
+    dims = operand.shape[1:]
+    window = ctx.attr("window")
+    geometry = _window_geometry(window, dims, dilations=False)
+    out_dims = [g[0] for g in geometry]
+    if list(out_dims) != list(source.shape[1:]):
+        raise InterpreterError(f"select-and-scatter source has shape {list(source.shape[1:])}, "
+                               f"the windows give {out_dims}")
+    indices, valid = _gather_windows(geometry, rank)
+    window_size = int(np.prod([spec.size for spec in window.dims], dtype=np.int64))
+    row_index = np.arange(rows).reshape(rows, *([1] * (2 * rank)))
+    values = operand[(row_index, *indices)].reshape(rows, *out_dims, window_size)
+    flat_index = (np.ravel_multi_index(tuple(np.broadcast_arrays(*indices)), dims) if rank
+                  else np.zeros((1,), np.int64))
+    flat_index = np.broadcast_to(flat_index, (1, *out_dims, *[s.size for s in window.dims])) \
+        .reshape(1, *out_dims, window_size)
+    valid = np.broadcast_to(valid, (1, *out_dims, *[s.size for s in window.dims])) \
+        .reshape(1, *out_dims, window_size)
+    select = ctx.elementwise(ctx.attr("select"))
+    have = np.zeros((rows, *out_dims), bool)
+    chosen_value = np.zeros((rows, *out_dims), operand.dtype)
+    chosen_index = np.zeros((rows, *out_dims), np.int64)
+    for k in range(window_size):
+        candidate = values[..., k]
+        ok = np.broadcast_to(valid[..., k], have.shape)
+        keep = np.asarray(select(chosen_value, candidate), bool)
+        take = ok & (~have | ~keep)
+        chosen_value = np.where(take, candidate, chosen_value)
+        chosen_index = np.where(take, flat_index[..., k], chosen_index)
+        have = have | ok
+    size = int(np.prod(dims, dtype=np.int64))
+    out = np.array(np.broadcast_to(init.reshape(init.shape[0], *([1] * rank)), (rows, *dims)),
+                   copy=True).reshape(-1)
+    targets = (chosen_index + (np.arange(rows) * size).reshape(rows, *([1] * rank)))[have]
+    apply_in_order([out], targets, [source[have]], ctx.elementwise(ctx.attr("scatter")))
+    return out.reshape(rows, *dims)
+
+
+# ---------------------------------------------------------------------------------------------
+# sort
+
+@implements(Opcode.SORT)
+def sort(ctx, *arrays):
+    (dim,) = ctx.inst.dimensions
+    rows = max(a.shape[0] for a in arrays)
+    arrays = [np.broadcast_to(a, (rows, *a.shape[1:])) for a in arrays]
+    shape = arrays[0].shape
+    n = shape[1 + dim]
+    keys = [np.moveaxis(a, 1 + dim, -1).reshape(-1, n) for a in arrays]
+    comparator = ctx.attr("to_apply") or ctx.attr("comparator")
+    permutation = sort_permutation(keys, comparator, ctx)
+    results = []
+    for a, k in zip(arrays, keys):
+        moved_shape = np.moveaxis(a, 1 + dim, -1).shape
+        sorted_keys = np.take_along_axis(k, permutation, axis=1).reshape(moved_shape)
+        results.append(np.moveaxis(sorted_keys, -1, 1 + dim))
+    return results if len(arrays) > 1 else results[0]
+
+
+def sort_permutation(keys: Sequence[np.ndarray], comparator: HloComputation, ctx) -> np.ndarray:
+    """For (M, n) key arrays, the (M, n) stable permutation sorting each row by ``comparator``.
+
+    ``comparator`` takes (lhs_0, rhs_0, lhs_1, rhs_1, ...) and says whether lhs sorts strictly
+    before rhs.
+    """
+    rows, n = keys[0].shape
+    fast = _simple_sort_key(keys, comparator)
+    if fast is not None:
+        return np.argsort(fast, axis=1, kind="stable")
+    less_fn = ctx.elementwise(comparator)
+
+    def less(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> np.ndarray:
+        args = []
+        for x, y in zip(a, b):
+            args.extend((x, y))
+        return np.asarray(less_fn(*args), bool)
+
+    return merge_sort_permutation(keys, less)
+
+
+def _simple_sort_key(keys: Sequence[np.ndarray], comparator: HloComputation) -> np.ndarray | None:
+    """An integer key whose ascending order is the comparator's, for the common comparators
+    (one compare LT/GT of one operand's lhs and rhs, total order or integers); else None."""
+    root = comparator.root
+    if root.opcode is not Opcode.COMPARE or len(comparator.instructions) != len(
+            comparator.parameters) + 1:
+        return None
+    a, b = root.operands
+    if a.parameter_number is None or b.parameter_number is None:
+        return None
+    if a.parameter_number // 2 != b.parameter_number // 2 or \
+            a.parameter_number == b.parameter_number:
+        return None
+    direction = str(root.attrs.get("direction"))
+    if direction not in ("LT", "GT"):
+        return None
+    descending = (direction == "GT") == (a.parameter_number % 2 == 0)
+    key = keys[a.parameter_number // 2]
+    if is_float(key.dtype):
+        if str(root.attrs.get("type", "")) != "TOTALORDER":
+            return None
+        key = total_order_key(key)
+    elif is_pred(key.dtype):
+        key = key.astype(np.int8)
+    elif not element_type_of(key.dtype).is_integral or element_type_of(key.dtype).bits < 8:
+        return None
+    return np.invert(key) if descending else key
+
+
+def merge_sort_permutation(keys: Sequence[np.ndarray],
+                           less: Callable[[Sequence[np.ndarray], Sequence[np.ndarray]],
+                                          np.ndarray]) -> np.ndarray:
+    """Stable bottom-up merge sort of every row at once, using only ``less`` on arrays.
+
+    Each merge places an element of a left run after the right-run elements strictly less than
+    it, and an element of a right run after the left-run elements not greater than it; both
+    counts are found by a binary search evaluated for all elements in parallel, so a pass costs
+    about log2(width) calls of ``less``.
+    """
+    rows, n = keys[0].shape
+    permutation = np.broadcast_to(np.arange(n), (rows, n)).copy()
+    position = np.arange(n)
+    width = 1
+    while width < n:
+        values = [np.take_along_axis(k, permutation, axis=1) for k in keys]
+        run = position // width
+        is_left = run % 2 == 0
+        left_start = (run // 2) * 2 * width
+        right_start = left_start + width
+        left_length = np.minimum(width, n - left_start)
+        right_length = np.clip(n - right_start, 0, width)
+        own_start = np.where(is_left, left_start, right_start)
+        partner_start = np.where(is_left, right_start, left_start)
+        partner_length = np.where(is_left, right_length, left_length)
+        low = np.zeros(n, np.int64)
+        high = partner_length.astype(np.int64)
+        low = np.broadcast_to(low, (rows, n)).copy()
+        high = np.broadcast_to(high, (rows, n)).copy()
+        while True:
+            active = low < high
+            if not active.any():
+                break
+            middle = (low + high) // 2
+            partner = np.clip(partner_start + middle, 0, n - 1)
+            other = [np.take_along_axis(v, partner, axis=1) for v in values]
+            first = [np.where(is_left, o, v) for o, v in zip(other, values)]
+            second = [np.where(is_left, v, o) for o, v in zip(other, values)]
+            before = less(first, second)
+            goes_after = np.where(is_left, before, ~before)
+            low = np.where(active & goes_after, middle + 1, low)
+            high = np.where(active & ~goes_after, middle, high)
+        # Final place: the pair's start + own offset in its run + partners placed before it.
+        new_position = left_start + (position - own_start) + low
+        merged = np.empty_like(permutation)
+        np.put_along_axis(merged, new_position, permutation, axis=1)
+        permutation = merged
+        width *= 2
+    return permutation
