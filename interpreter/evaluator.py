@@ -16,13 +16,14 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from neuron_sim.hlo import HloComputation, HloInstruction, HloModule, Opcode
+from neuron_sim.hlo import ElementType, HloComputation, HloInstruction, HloModule, Opcode
 from neuron_sim.hlo.shapes import ArrayShape, Shape, TupleShape
 from neuron_sim.topology import Topology
 
 from interpreter.errors import ExecutionError, InterpreterError, Unimplemented
 from interpreter.ops import REGISTRY
-from interpreter.values import (TOKEN, PerDevice, Replicated, TupleValue, Value, batched)
+from interpreter.values import (TOKEN, PerDevice, Replicated, TupleValue, Value, batched,
+                                numpy_dtype)
 
 
 class Frame:
@@ -71,7 +72,7 @@ class OpContext:
     @property
     def dtype(self) -> np.dtype:
         """The numpy dtype of the (array) result."""
-        return self.inst.shape.element_type.numpy_dtype
+        return numpy_dtype(self.inst.shape.element_type)
 
     @property
     def n(self) -> int:
@@ -96,7 +97,7 @@ class OpContext:
         return [a if a.shape[0] == n else np.broadcast_to(a, (n, *a.shape[1:])) for a in arrays]
 
 
-_Plan = list[tuple[HloInstruction, tuple[HloInstruction, ...], tuple[HloInstruction, ...]]]
+_Plan = list[tuple[HloInstruction, tuple[HloInstruction, ...], tuple[HloInstruction, ...], object]]
 
 
 class Evaluator:
@@ -131,8 +132,8 @@ class Evaluator:
         if plan is None:
             plan = self._plans[computation] = _make_plan(computation)
         env: dict[HloInstruction, Value] = {}
-        for inst, operands, dead in plan:
-            if inst.opcode is Opcode.PARAMETER:
+        for inst, operands, dead, implementation in plan:
+            if implementation is _PARAMETER:
                 number = inst.parameter_number
                 if number >= len(args):
                     raise InterpreterError(
@@ -140,23 +141,26 @@ class Evaluator:
                         f"with {len(args)} arguments", inst)
                 env[inst] = args[number]
                 continue
-            values = [env[o] for o in operands]
             try:
-                env[inst] = self.execute(inst, values, frame)
+                env[inst] = self._execute(inst, implementation, [env[o] for o in operands],
+                                          frame)
             except InterpreterError as error:
                 error.attach(inst)
                 raise
             except Exception as error:  # noqa: BLE001 - every failure names its instruction
                 raise ExecutionError.wrapping(error, inst) from error
             for gone in dead:
-                env.pop(gone, None)
+                del env[gone]
         return env[computation.root]
 
     def execute(self, inst: HloInstruction, args: list[Value], frame: Frame) -> Value:
         """Execute one instruction on its operand values."""
-        implementation = REGISTRY.get(inst.opcode)
+        return self._execute(inst, REGISTRY.get(inst.opcode), args, frame)
+
+    def _execute(self, inst: HloInstruction, implementation, args: list[Value], frame: Frame
+                 ) -> Value:
         if implementation is None:
-            raise Unimplemented(inst.opcode.spelling)
+            raise Unimplemented(inst.opcode.spelling, _custom_call_detail(inst))
         self.instructions_executed += 1
         if frame.devices is not None:
             self.device_instructions += frame.n
@@ -166,9 +170,9 @@ class Evaluator:
         arrays = []
         replicated = True
         for value in args:
-            if isinstance(value, Replicated):
+            if type(value) is Replicated:
                 arrays.append(value.array[None])
-            elif isinstance(value, PerDevice):
+            elif type(value) is PerDevice:
                 arrays.append(value.array)
                 replicated = False
             else:
@@ -243,10 +247,11 @@ def wrap_result(shape: Shape, result, replicated: bool, n: int) -> Value:
                                    f"tuple shape {shape}")
         return TupleValue([wrap_result(s, r, replicated, n)
                            for s, r in zip(shape.elements, result)])
-    if shape.is_token:
+    element_type = shape.element_type
+    if element_type is ElementType.TOKEN:
         return TOKEN
     array = np.asarray(result)
-    dtype = shape.element_type.numpy_dtype
+    dtype = numpy_dtype(element_type)
     if array.dtype != dtype:
         array = array.astype(dtype)
     if array.shape[1:] != shape.dims or array.ndim != len(shape.dims) + 1:
@@ -264,8 +269,18 @@ def wrap_result(shape: Shape, result, replicated: bool, n: int) -> Value:
     return PerDevice(array)
 
 
+_PARAMETER = object()
+
+
+def _custom_call_detail(inst: HloInstruction) -> str:
+    if inst.opcode is Opcode.CUSTOM_CALL:
+        return f"custom_call_target=\"{inst.get('custom_call_target', '?')}\""
+    return ""
+
+
 def _make_plan(computation: HloComputation) -> _Plan:
-    """Instructions in order, each with its operands and the values it is the last user of."""
+    """Instructions in order, each with its operands, the values it is the last user of (freed
+    after it runs) and its implementation (looked up once)."""
     order = computation.instructions
     last_use: dict[HloInstruction, int] = {}
     for index, inst in enumerate(order):
@@ -275,7 +290,9 @@ def _make_plan(computation: HloComputation) -> _Plan:
     for inst, index in last_use.items():
         if inst is not computation.root:
             dead_at.setdefault(index, []).append(inst)
-    return [(inst, tuple(inst.operands), tuple(dead_at.get(i, ()))) for i, inst in enumerate(order)]
+    return [(inst, tuple(inst.operands), tuple(dead_at.get(i, ())),
+             _PARAMETER if inst.opcode is Opcode.PARAMETER else REGISTRY.get(inst.opcode))
+            for i, inst in enumerate(order)]
 
 
 __all__ = ["Evaluator", "Frame", "OpContext", "batched", "wrap_result"]

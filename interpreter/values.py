@@ -16,9 +16,12 @@ op for every device at once. Values are never modified in place once created.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Iterator, Sequence, Union
 
 import numpy as np
+
+from neuron_sim.hlo import ElementType
 
 
 class Replicated:
@@ -70,6 +73,12 @@ TOKEN = _Token()
 
 Value = Union[Replicated, PerDevice, TupleValue, _Token]
 ArrayValue = Union[Replicated, PerDevice]
+
+
+@lru_cache(maxsize=None)
+def numpy_dtype(element_type: ElementType) -> np.dtype:
+    """``element_type.numpy_dtype``, cached (it is asked for on every instruction)."""
+    return element_type.numpy_dtype
 
 
 def batched(value: Value) -> np.ndarray:

@@ -77,58 +77,60 @@ def output_arrays(outputs: list[np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def fit_arguments(arrays: Mapping[str, Any] | Sequence[Any], parameter_shapes: Sequence[Any],
-                  num_devices: int, *, source: str = "the inputs") -> list[np.ndarray | None]:
+                  num_devices: int, *, source: str | None = None) -> list[np.ndarray | None]:
     """Check inputs against the entry parameters; return one array (or None) per parameter.
 
     ``arrays`` maps ``arg{i}`` to an array, or is a sequence with one array per parameter. Each
     array must be shaped ``param_shape`` (same on every device) or ``[num_devices,
     *param_shape]``, with the parameter's dtype (raw void bytes of the same item size are read
     as that dtype; non-array Python values are converted). Token parameters need no input
-    (their entry is None). Raises ValueError naming the parameter for anything that does not fit.
+    (their entry is None). Raises ValueError naming the parameter for anything that does not
+    fit; ``source`` (a file name) prefixes the message.
     """
     from neuron_sim.hlo.shapes import ArrayShape
 
+    prefix = f"{source}: " if source else ""
     count = len(parameter_shapes)
+    plural = "s" * (count != 1)
     if isinstance(arrays, Mapping):
         expected = {f"arg{i}" for i in range(count)}
         extra = sorted(set(arrays) - expected)
         if extra:
-            names = "arg0..arg" + str(count - 1) if count else "none"
-            raise ValueError(f"{source} have an unexpected key '{extra[0]}': the entry "
-                             f"computation has {count} parameter{'s' * (count != 1)} "
-                             f"(keys {names})")
+            keys = f"keys arg0..arg{count - 1}" if count > 1 else "key arg0" if count else "no keys"
+            raise ValueError(f"{prefix}unexpected key '{extra[0]}': the entry computation has "
+                             f"{count} parameter{plural} ({keys})")
         by_index = [arrays.get(f"arg{i}") for i in range(count)]
     else:
         by_index = list(arrays)
         if len(by_index) != count:
-            raise ValueError(f"{source} give {len(by_index)} arrays but the entry computation "
-                             f"has {count} parameter{'s' * (count != 1)}")
+            raise ValueError(f"{prefix}{len(by_index)} input arrays given but the entry "
+                             f"computation has {count} parameter{plural}")
     fitted = []
     for i, (shape, value) in enumerate(zip(parameter_shapes, by_index)):
-        what = f"parameter {i} (arg{i}, {shape})"
+        what = f"parameter {i} (arg{i}, {shape.without_layout()})"
         if not isinstance(shape, ArrayShape):
-            raise ValueError(f"{what} is a tuple; neuron-sim runs modules whose entry "
+            raise ValueError(f"{prefix}{what} is a tuple; neuron-sim runs modules whose entry "
                              "parameters are arrays or tokens")
         if shape.is_token:
             fitted.append(None)
             continue
         if value is None:
-            raise ValueError(f"{source} have no array for {what}")
+            raise ValueError(f"{prefix}no input array for {what}")
         dtype = shape.element_type.numpy_dtype
         if not isinstance(value, np.ndarray):
             try:
                 value = np.asarray(value, dtype=dtype)
-            except (TypeError, ValueError) as exc:
-                raise ValueError(f"{source}: {what} cannot be converted: {exc}") from None
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise ValueError(f"{prefix}{what} cannot be converted: {exc}") from None
         if value.dtype != dtype:
             if value.dtype.kind == "V" and value.dtype.itemsize == dtype.itemsize:
                 value = value.view(dtype)
             else:
-                raise ValueError(f"{source}: {what} has dtype {value.dtype}, expected "
+                raise ValueError(f"{prefix}{what} has dtype {value.dtype}, expected "
                                  f"{shape.element_type.spelling} ({dtype})")
         dims = tuple(shape.dims)
         if value.shape != dims and value.shape != (num_devices, *dims):
-            raise ValueError(f"{source}: {what} has shape {list(value.shape)}; expected "
+            raise ValueError(f"{prefix}{what} has shape {list(value.shape)}; expected "
                              f"{list(dims)} (same on every device) or "
                              f"{[num_devices, *dims]} (one per device)")
         fitted.append(value)

@@ -1,7 +1,9 @@
 """Elementwise ops: unary, binary, compare, select, clamp, convert, bitcast-convert,
 reduce-precision.
 
-Numeric conventions (SEMANTICS.md §4, checked against XLA's CPU elemental emitter):
+Numeric conventions (SEMANTICS.md §4, checked against XLA's CPU elemental emitter). The
+evaluator runs every op under ``np.errstate(all="ignore")``: overflow, division by zero and
+invalid operations are semantics here, never warnings.
 
 - Integer arithmetic wraps (two's complement); no numpy overflow warnings escape.
 - Integer ``divide`` truncates toward zero, ``remainder`` takes the dividend's sign;
@@ -105,17 +107,15 @@ def _float_math(fn, *arrays: np.ndarray, exact: bool = False) -> np.ndarray:
     the caller's dtype cast.
     """
     dtype = arrays[0].dtype
-    with np.errstate(all="ignore"):
-        if dtype == F64:
-            return fn(*(a.astype(F64, copy=False) for a in arrays))
-        if exact:
-            return np.asarray(fn(*(a.astype(F32, copy=False) for a in arrays)), F32)
-        return np.asarray(fn(*(a.astype(F64) for a in arrays))).astype(F32)
+    if dtype == F64:
+        return fn(*(a.astype(F64, copy=False) for a in arrays))
+    if exact:
+        return np.asarray(fn(*(a.astype(F32, copy=False) for a in arrays)), F32)
+    return np.asarray(fn(*(a.astype(F64) for a in arrays))).astype(F32)
 
 
 def _complex_math(fn, *arrays: np.ndarray) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        return fn(*arrays)
+    return fn(*arrays)
 
 
 def _unary(fn_float=None, fn_int=None, fn_complex=None, fn_pred=None, exact=False):
@@ -135,8 +135,7 @@ def _unary(fn_float=None, fn_int=None, fn_complex=None, fn_pred=None, exact=Fals
                 return _float_math(fn_float, x, exact=exact)
         elif fn_int is not None:
             work = _int_work_dtype(dtype)
-            with np.errstate(all="ignore"):
-                return _wrap_int(fn_int(x.astype(work, copy=False)), dtype)
+            return _wrap_int(fn_int(x.astype(work, copy=False)), dtype)
         raise Unimplemented(ctx.inst.opcode.spelling, f"for element type "
                             f"{element_type_of(dtype).spelling}")
 
@@ -264,12 +263,11 @@ def _binary(fn_float=None, fn_int=None, fn_complex=None, fn_pred=None, exact=Tru
                 return _float_math(fn_float, a, b, exact=exact)
         elif fn_int is not None:
             work = _int_work_dtype(dtype)
-            with np.errstate(all="ignore"):
-                if int_needs_signedness:
-                    result = fn_int(a.astype(work, copy=False), b.astype(work, copy=False),
-                                    element_type_of(dtype))
-                else:
-                    result = fn_int(a.astype(work, copy=False), b.astype(work, copy=False))
+            if int_needs_signedness:
+                result = fn_int(a.astype(work, copy=False), b.astype(work, copy=False),
+                                element_type_of(dtype))
+            else:
+                result = fn_int(a.astype(work, copy=False), b.astype(work, copy=False))
             return _wrap_int(result, dtype)
         raise Unimplemented(ctx.inst.opcode.spelling,
                             f"for element type {element_type_of(dtype).spelling}")

@@ -16,6 +16,7 @@ index = g * (batch / groups) + output batch index).
 
 from __future__ import annotations
 
+import math
 import string
 
 import numpy as np
@@ -55,16 +56,14 @@ def dot(ctx, lhs, rhs):
         return [x.shape[1 + d] for d in dims]
 
     batch = sizes(lhs, lhs_batch)
-    m, k, n = (int(np.prod(sizes(lhs, lhs_free), dtype=np.int64)),
-               int(np.prod(sizes(lhs, lhs_contract), dtype=np.int64)),
-               int(np.prod(sizes(rhs, rhs_free), dtype=np.int64)))
-    nb = int(np.prod(batch, dtype=np.int64))
+    m, k, n = (math.prod(sizes(lhs, lhs_free)), math.prod(sizes(lhs, lhs_contract)),
+               math.prod(sizes(rhs, rhs_free)))
+    nb = math.prod(batch)
     left = lhs.transpose(0, *(1 + d for d in lhs_batch + lhs_free + lhs_contract)) \
-        .reshape(lhs.shape[0], nb, m, k).astype(work)
+        .reshape(lhs.shape[0], nb, m, k).astype(work, copy=False)
     right = rhs.transpose(0, *(1 + d for d in rhs_batch + rhs_contract + rhs_free)) \
-        .reshape(rhs.shape[0], nb, k, n).astype(work)
-    with np.errstate(all="ignore"):
-        product = np.matmul(left, right)
+        .reshape(rhs.shape[0], nb, k, n).astype(work, copy=False)
+    product = np.matmul(left, right)
     rows = product.shape[0]
     return product.reshape(rows, *batch, *sizes(lhs, lhs_free), *sizes(rhs, rhs_free))
 
@@ -110,27 +109,26 @@ def convolution(ctx, lhs, rhs):
     kernel_letters = string.ascii_lowercase[spatial:2 * spatial]
     batch, channels = patches.shape[1], patches.shape[2]
     outputs = w.shape[1]
-    with np.errstate(all="ignore"):
-        if batch_groups > 1:
-            if batch % batch_groups or outputs % batch_groups:
-                raise InterpreterError("batch_group_count must divide the batch and features")
-            p = patches.reshape(rows, batch_groups, batch // batch_groups, channels,
-                                *patches.shape[3:])
-            k = w.reshape(rows, batch_groups, outputs // batch_groups, *w.shape[2:])
-            spec = (f"ZGNC{out_letters}{kernel_letters},ZGOC{kernel_letters}"
-                    f"->ZNGO{out_letters}")
-            result = np.einsum(spec, p, k, optimize=True)
-            result = result.reshape(rows, batch // batch_groups, outputs, *out_spatial)
-        else:
-            if channels % feature_groups or outputs % feature_groups:
-                raise InterpreterError("feature_group_count must divide the features")
-            per_group = channels // feature_groups
-            p = patches.reshape(rows, batch, feature_groups, per_group, *patches.shape[3:])
-            k = w.reshape(rows, feature_groups, outputs // feature_groups, *w.shape[2:])
-            spec = (f"ZNGC{out_letters}{kernel_letters},ZGOC{kernel_letters}"
-                    f"->ZNGO{out_letters}")
-            result = np.einsum(spec, p, k, optimize=True)
-            result = result.reshape(rows, batch, outputs, *out_spatial)
+    if batch_groups > 1:
+        if batch % batch_groups or outputs % batch_groups:
+            raise InterpreterError("batch_group_count must divide the batch and features")
+        p = patches.reshape(rows, batch_groups, batch // batch_groups, channels,
+                            *patches.shape[3:])
+        k = w.reshape(rows, batch_groups, outputs // batch_groups, *w.shape[2:])
+        spec = (f"ZGNC{out_letters}{kernel_letters},ZGOC{kernel_letters}"
+                f"->ZNGO{out_letters}")
+        result = np.einsum(spec, p, k, optimize=True)
+        result = result.reshape(rows, batch // batch_groups, outputs, *out_spatial)
+    else:
+        if channels % feature_groups or outputs % feature_groups:
+            raise InterpreterError("feature_group_count must divide the features")
+        per_group = channels // feature_groups
+        p = patches.reshape(rows, batch, feature_groups, per_group, *patches.shape[3:])
+        k = w.reshape(rows, feature_groups, outputs // feature_groups, *w.shape[2:])
+        spec = (f"ZNGC{out_letters}{kernel_letters},ZGOC{kernel_letters}"
+                f"->ZNGO{out_letters}")
+        result = np.einsum(spec, p, k, optimize=True)
+        result = result.reshape(rows, batch, outputs, *out_spatial)
     order = []
     for position in range(spatial + 2):
         if position == labels.output_batch:

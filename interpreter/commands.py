@@ -1,0 +1,234 @@
+"""``neuron-sim run``: execute a module on every simulated device.
+
+    neuron-sim run MODULE.hlo [--replicas R] [--partitions P] [--device-assignment '{{..}}']
+                   [--inputs IN.npz | --seed S] [-o OUT.npz] [--backend local|mpi] [--json]
+
+Inputs come from an npz file (``arg{i}`` per entry parameter, ``[D, *shape]`` or ``shape``) or
+are drawn from ``--seed`` (distinct per device). The outputs go to ``-o OUT.npz`` (``out{j}``
+shaped ``[D, *shape]``, written atomically) or are printed as a per-device table (``--json``:
+machine-readable). Exit codes: 0 ran, 1 collective mismatch (the program would hang), 2 bad
+usage, bad input, or an op the interpreter cannot execute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Any
+
+import numpy as np
+
+from neuron_sim.cli import EXIT_OK, EXIT_PROBLEM, UsageError
+from neuron_sim.commands import add_topology_arguments, load_module, topology_from_args
+from neuron_sim.hlo import HloModule
+from neuron_sim.hlo.shapes import ArrayShape
+from neuron_sim.io import output_arrays, read_npz, write_npz
+from neuron_sim.topology import Topology
+
+MAX_TABLE_DEVICES = 64
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run", help="execute a module on every simulated device",
+        description="Execute MODULE.hlo on every device of the topology (replica_count x "
+                    "num_partitions, default from the module header) with XLA's collective "
+                    "semantics, and print or save every device's outputs.")
+    parser.add_argument("module", metavar="MODULE.hlo")
+    add_topology_arguments(parser)
+    data = parser.add_argument_group("inputs and outputs")
+    data.add_argument("--inputs", metavar="IN.npz",
+                      help="arg{i} for entry parameter i, shaped [D, *shape] (per device) or "
+                           "shape (same on every device); bf16/f8 may be raw bytes (|V2, |V1)")
+    data.add_argument("--seed", type=int, metavar="S",
+                      help="draw inputs (distinct per device) when --inputs is not given; "
+                           "also seeds rng ops (default 0)")
+    data.add_argument("-o", "--output", metavar="OUT.npz",
+                      help="write out{j} = result leaf j, shaped [D, *shape] (atomically)")
+    data.add_argument("--json", action="store_true", help="machine-readable output")
+    backend = parser.add_argument_group("backend")
+    backend.add_argument("--backend", choices=("local", "mpi"), default="local",
+                         help="local: every device in this process (default); mpi: one process "
+                              "per block of devices, under mpiexec (docs/mpi.md)")
+    backend.add_argument("--mpi-mode", choices=("exact", "native"), default="exact",
+                         help="mpi only: exact = bit-identical to local (default); native = "
+                              "MPI's own reductions")
+    backend.add_argument("--timeout", type=float, default=None, metavar="S",
+                         help="mpi only: end the run after S seconds (default 600; 0 disables)")
+    backend.add_argument("--output-per-rank", action="store_true",
+                         help="mpi only: rank k writes OUT.rank{k}.npz with its own devices")
+    parser.set_defaults(handler=run_command)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    module = load_module(args.module)
+    topology = topology_from_args(args, module)
+    inputs = _read_inputs(args.inputs) if args.inputs else None
+    if inputs is None and args.seed is None and _has_array_parameters(module):
+        raise UsageError(f"{args.module}: the entry computation has parameters; give "
+                         "--inputs IN.npz or --seed S to draw them")
+    if args.backend == "mpi":
+        return _run_mpi(args, module, topology, inputs)
+    if args.output_per_rank:
+        raise UsageError("--output-per-rank needs --backend mpi")
+    from interpreter import CollectiveMismatchError, InputError, InterpreterError, execute
+
+    try:
+        result = execute(module, inputs, topology, seed=args.seed)
+    except InputError as error:
+        raise UsageError(f"{args.inputs}: {error}" if args.inputs else str(error)) from None
+    except CollectiveMismatchError as error:
+        print(f"neuron-sim: error: {error}", file=sys.stderr)
+        return EXIT_PROBLEM
+    except InterpreterError as error:
+        raise UsageError(str(error)) from error
+    replicated = [_is_replicated(v) for v in result.values]
+    _report(args, module, topology, result.outputs, replicated,
+            {"instructions_executed": result.instructions_executed,
+             "device_instructions": result.device_instructions})
+    return EXIT_OK
+
+
+def _read_inputs(path: str) -> dict[str, np.ndarray]:
+    """The ``arg{i}`` arrays of an npz file; ``out{j}`` keys (a previous run's outputs, as in
+    the JAX corpus files) are ignored, any other key is reported by the input check."""
+    arrays = read_npz(path)
+    return {key: value for key, value in arrays.items()
+            if not (key.startswith("out") and key[3:].isdigit())}
+
+
+def _has_array_parameters(module: HloModule) -> bool:
+    return any(isinstance(p.shape, ArrayShape) and p.shape.is_array
+               for p in module.entry.parameters)
+
+
+def _is_replicated(value) -> bool:
+    from interpreter.values import PerDevice
+    return not isinstance(value, PerDevice)
+
+
+def _run_mpi(args: argparse.Namespace, module: HloModule, topology: Topology, inputs) -> int:
+    try:
+        from interpreter.backends.mpi import (DEFAULT_TIMEOUT, MpiRunError, exit_process,
+                                              run_mpi, write_outputs)
+    except ImportError as error:
+        raise UsageError(f"--backend mpi needs mpi4py ({error}); pip install "
+                         "'neuron-sim[mpi]'") from None
+    timeout = DEFAULT_TIMEOUT if args.timeout is None else (args.timeout or None)
+    try:
+        result = run_mpi(module, inputs, topology, mode=args.mpi_mode, timeout=timeout,
+                         seed=args.seed, gather=not args.output_per_rank)
+    except MpiRunError as error:  # already reported by every rank
+        exit_process(error.exit_code, clean=bool(error.clean_shutdown))
+    if args.output:
+        write_outputs(result, args.output, per_rank=args.output_per_rank)
+        if result.rank == 0:
+            print(f"wrote {args.output}{' (one file per rank)' if args.output_per_rank else ''}")
+        return EXIT_OK
+    if result.rank == 0 and result.outputs is not None:
+        _report(args, module, topology, result.outputs, [False] * len(result.outputs),
+                {"processes": result.world_size, "mode": result.mode})
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------
+# Reporting.
+
+def _report(args, module: HloModule, topology: Topology, outputs: list[np.ndarray],
+            replicated: list[bool], stats: dict[str, Any]) -> None:
+    leaf_shapes = [s for s in module.entry.root.shape.leaves()]
+    if args.output:
+        write_npz(args.output, output_arrays(outputs))
+    if args.json:
+        record: dict[str, Any] = {
+            "module": module.name, "file": args.module, "topology": str(topology),
+            "replica_count": topology.replica_count, "num_partitions": topology.num_partitions,
+            "num_devices": topology.num_devices, **stats,
+            "outputs": [{"name": f"out{j}", "shape": str(shape.without_layout()),
+                         "same_on_every_device": same}
+                        for j, (shape, same) in enumerate(zip(leaf_shapes, replicated))]}
+        if args.output:
+            record["output_file"] = args.output
+        else:
+            for entry, array in zip(record["outputs"], outputs):
+                entry["values"] = [_json_values(row) for row in array]
+        json.dump(record, sys.stdout, indent=1)
+        print()
+        return
+    if args.output:
+        print(f"{args.module}: ran on {topology.num_devices} devices (topology {topology}); "
+              f"wrote {len(outputs)} output{'s' * (len(outputs) != 1)} to {args.output}")
+        return
+    _print_table(args.module, topology, outputs, leaf_shapes, replicated)
+
+
+def _print_table(path: str, topology: Topology, outputs, leaf_shapes, replicated) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    count = topology.num_devices
+    table = Table(title=f"{path}: {count} device{'s' * (count != 1)} (topology {topology})",
+                  title_justify="left")
+    table.add_column("device", justify="right")
+    table.add_column("(replica, partition)")
+    for j, (shape, same) in enumerate(zip(leaf_shapes, replicated)):
+        note = " = on every device" if same and topology.num_devices > 1 else ""
+        table.add_column(f"out{j} {shape.without_layout()}{note}")
+    shown = range(min(topology.num_devices, MAX_TABLE_DEVICES))
+    for f in shown:
+        r, p = topology.replica_partition(f)
+        table.add_row(str(f), f"({r}, {p})", *(_preview(out[f]) for out in outputs))
+    console = Console(width=160)
+    console.print(table)
+    if topology.num_devices > MAX_TABLE_DEVICES:
+        console.print(f"... {topology.num_devices - MAX_TABLE_DEVICES} more devices not shown; "
+                      "use -o OUT.npz or --json for all of them")
+
+
+def _preview(value: np.ndarray, limit: int = 6) -> str:
+    """A one-line preview: the values in row-major order, the middle elided past ``limit``."""
+    if value.dtype.kind == "V" or (value.dtype.kind == "f" and value.dtype.itemsize < 4):
+        value = value.astype(np.float32)
+    flat = value.reshape(-1)
+    if value.ndim == 0:
+        return _format_scalar(flat[0])
+    if flat.size <= limit:
+        items = [_format_scalar(v) for v in flat]
+    else:
+        half = limit // 2
+        items = [_format_scalar(v) for v in flat[:half]] + ["…"] + \
+            [_format_scalar(v) for v in flat[-half:]]
+    return "[" + ", ".join(items) + "]"
+
+
+def _format_scalar(value) -> str:
+    if isinstance(value, (np.floating, float)):
+        return np.format_float_positional(value, precision=4, trim="-") \
+            if value == 0 or 1e-4 <= abs(value) < 1e6 or not np.isfinite(value) \
+            else np.format_float_scientific(value, precision=3, trim="-")
+    if isinstance(value, np.bool_):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _json_values(value: np.ndarray) -> Any:
+    if value.dtype.kind == "c":
+        return [_json_values(value.real), _json_values(value.imag)]
+    if value.dtype.kind == "b":
+        return value.tolist()
+    if value.dtype.kind in "iu":
+        return value.tolist()
+    floats = value.astype(np.float64)
+    return _finite_or_text(floats.tolist())
+
+
+def _finite_or_text(item):
+    if isinstance(item, list):
+        return [_finite_or_text(x) for x in item]
+    if math.isnan(item):
+        return "nan"
+    if math.isinf(item):
+        return "inf" if item > 0 else "-inf"
+    return item
