@@ -64,7 +64,9 @@ class MpiResult:
 
 
 def _report(error: MpiRunError) -> None:
-    print(f"neuron-sim: error: {error.message}", file=sys.stderr, flush=True)
+    # One write per line: mpiexec forwards (and labels) output by write, not by line.
+    sys.stderr.write(f"neuron-sim: error: {error.message}\n")
+    sys.stderr.flush()
 
 
 def run_mpi(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] | None = None,
