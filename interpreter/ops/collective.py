@@ -150,6 +150,12 @@ def _result(ctx, operands, results):
     shape = inst.shape
     wrapped_start = inst.opcode in (Opcode.ALL_GATHER_START, Opcode.COLLECTIVE_PERMUTE_START)
     result_shape = shape.elements[1] if wrapped_start else shape
+    leaves = result_shape.elements if isinstance(result_shape, TupleShape) else (result_shape,)
+    for leaf, result in zip(leaves, results):
+        got = result.array.shape if isinstance(result, Replicated) else result.array.shape[1:]
+        if tuple(got) != tuple(leaf.dims):
+            raise InterpreterError(f"the collective produced shape {list(got)} but the "
+                                   f"instruction's shape is {leaf}")
     value = TupleValue(results) if isinstance(result_shape, TupleShape) else results[0]
     if not wrapped_start:
         return value

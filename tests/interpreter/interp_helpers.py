@@ -1,0 +1,50 @@
+"""Helpers for the interpreter tests: build small modules from HLO text and run them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import interpreter
+from neuron_sim.hlo import parse_module
+from neuron_sim.topology import Topology
+
+
+def module(body: str, *, header: str = "", computations: str = "") -> "HloModule":
+    """A module whose ENTRY computation has ``body`` (instructions, last one ROOT)."""
+    lines = [line.strip() for line in body.strip().splitlines() if line.strip()]
+    if not any(line.startswith("ROOT ") for line in lines):
+        lines[-1] = "ROOT " + lines[-1]
+    text = (f"HloModule test{', ' + header if header else ''}\n\n{computations}\n\n"
+            "ENTRY main {\n  " + "\n  ".join(lines) + "\n}\n")
+    return parse_module(text)
+
+
+def run(body: str, *inputs, header: str = "", computations: str = "",
+        topology: Topology | None = None, seed: int | None = None) -> list[np.ndarray]:
+    """Run an entry body on inputs (one per parameter); outputs as [D, *shape] arrays."""
+    return interpreter.run(module(body, header=header, computations=computations),
+                           list(inputs), topology=topology, seed=seed)
+
+
+def run1(body: str, *inputs, **kwargs) -> np.ndarray:
+    """The single output of a one-device run, without the device axis."""
+    (out,) = run(body, *inputs, **kwargs)
+    assert out.shape[0] == 1
+    return out[0]
+
+
+ADD_F32 = """
+add_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] add(a, b)
+}
+"""
+
+ADD_S32 = """
+add_s32 {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT r = s32[] add(a, b)
+}
+"""
