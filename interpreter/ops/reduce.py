@@ -375,3 +375,22 @@ def merge_sort_permutation(keys: Sequence[np.ndarray],
         permutation = merged
         width *= 2
     return permutation
+
+
+@implements(Opcode.TOPK)
+def topk(ctx, x):
+    """The k largest (or smallest) elements along the last dimension and their indices, sorted,
+    ties in index order; floats in total order (NaN above +inf)."""
+    k = int(ctx.attr("k"))
+    largest = bool(ctx.attr("largest", True))
+    if is_float(x.dtype):
+        key = total_order_key(x)
+    elif is_pred(x.dtype):
+        key = x.astype(np.int8)
+    else:
+        key = x
+    order = np.argsort(np.invert(key) if largest and key.dtype.kind in "iu" else key,
+                       axis=-1, kind="stable")
+    order = order[..., :k]
+    values = np.take_along_axis(x, order, axis=-1)
+    return [values, order.astype(np.int32)]

@@ -182,3 +182,15 @@ def add_dependency(ctx, operand, token):
 @implements(Opcode.AFTER_ALL, values=True)
 def after_all(ctx, *tokens):
     return TOKEN
+
+
+@implements(Opcode.GET_DIMENSION_SIZE)
+def get_dimension_size(ctx, x):
+    (dim,) = ctx.inst.dimensions
+    return np.full((1,), x.shape[1 + dim], ctx.dtype)
+
+
+@implements(Opcode.SET_DIMENSION_SIZE)
+def set_dimension_size(ctx, x, size):
+    # Static shapes only: the value is unchanged (dynamic padding is not modelled).
+    return x

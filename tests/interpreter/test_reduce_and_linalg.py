@@ -364,3 +364,17 @@ def test_convolution_2d_nhwc_matches_a_direct_loop():
                         x[n, 2 * i + a, j + b, c] * k[a, b, c, o]
                         for a in range(2) for b in range(3) for c in range(3))
     assert out.tolist() == expected.tolist()
+
+
+def test_topk_sorted_with_ties_in_index_order():
+    outs = run("""
+        x = f32[2,5] parameter(0)
+        ROOT t = (f32[2,2], s32[2,2]) topk(x), k=2, largest=true
+        """, np.array([[1, 5, 3, 5, 2], [np.nan, 0, -1, 7, 7]], np.float32))
+    assert outs[0][0, 0].tolist() == [5, 5] and outs[1][0].tolist() == [[1, 3], [0, 3]]
+    assert np.isnan(outs[0][0, 1, 0]) and outs[0][0, 1, 1] == 7
+    smallest = run("""
+        x = s32[5] parameter(0)
+        ROOT t = (s32[3], s32[3]) topk(x), k=3, largest=false
+        """, np.array([3, 1, 2, 1, 0], np.int32))
+    assert smallest[0][0].tolist() == [0, 1, 1] and smallest[1][0].tolist() == [4, 1, 3]
