@@ -45,7 +45,8 @@ DEFAULT_TIMEOUT = 600.0
 class MpiResult:
     """What one rank knows after a successful run.
 
-    ``local_outputs[j]`` is leaf j stacked over ``devices`` (this rank's flattened ids);
+    ``local_outputs[j]`` is leaf j stacked over ``devices`` (this rank's flattened ids; a
+    read-only view when the value is the same on all of them);
     ``outputs`` is the gathered ``[D, *shape]`` list on rank 0 and None elsewhere (or when not
     gathered).
     """
@@ -154,7 +155,7 @@ def _arguments(module: HloModule, topology: Topology, inputs, seed, devices, dra
             value.flags.writeable = False
             args.append(Replicated(value))
         else:
-            args.append(collapse_if_uniform(np.array(array[rows], copy=True)))
+            args.append(collapse_if_uniform(array[rows]))  # fancy indexing copies
     return args
 
 
@@ -163,9 +164,9 @@ def _materialize(value, rows: int) -> np.ndarray:
 
     if value is TOKEN:
         return np.zeros((rows, 0), np.bool_)
-    if isinstance(value, Replicated):
-        return np.array(np.broadcast_to(value.array, (rows, *value.array.shape)))
-    return np.array(value.array, copy=True)
+    if isinstance(value, Replicated):  # a read-only view: gathering or writing copies anyway
+        return np.broadcast_to(value.array, (rows, *value.array.shape))
+    return value.array
 
 
 # ---------------------------------------------------------------------------------------------

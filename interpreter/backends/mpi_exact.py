@@ -207,30 +207,40 @@ def exact_reduction(call: CollectiveCall, exchange: Exchange, layout: RankLayout
                 columns.append(tuple(take(layout.rank_of(d)) for _ in operands))
         folded.append(_fold_chunk(call, columns, operands))
 
-    # Phase 2: the folded chunks go to the group's other ranks.
+    # Phase 2: the folded chunks go to the group's other ranks, straight into place.
+    reduced_of: list[list[np.ndarray]] = []  # per group, per operand: the flat reduction
     sends, receives = {}, {}
     for group, ranks, chunks in zip(groups, spans, folded):
+        lo, hi = bounds(ranks, me)
+        arrays = []
+        for chunk, operand in zip(chunks, operands):
+            reduced = np.empty(size, dtype=operand.dtype)
+            reduced[lo:hi] = chunk
+            arrays.append(reduced)
+        reduced_of.append(arrays)
         for peer in ranks:
             if peer == me:
                 continue
             plo, phi = bounds(ranks, peer)
             sends.setdefault(peer, []).extend(chunks)
-            receives.setdefault(peer, []).extend(ArraySpec((phi - plo,), op.dtype)
-                                                 for op in operands)
-    received = exchange.swap(sends, receives, f"sharing folded chunks at {call.label}")
-    cursor = {peer: 0 for peer in received}
-    outputs = [np.empty_like(op) for op in call.operands] if call.kind == "all-reduce" else None
-    if outputs is None:
+            receives.setdefault(peer, []).extend(array[plo:phi] for array in arrays)
+    exchange.swap(sends, receives, f"sharing folded chunks at {call.label}")
+
+    shapes = [op.shape[1:] for op in call.operands]
+    if call.kind == "all-reduce" and len(groups) == 1:
+        # Every device here holds the same result: a broadcast view, no copies.
+        return [np.broadcast_to(reduced.reshape(shape), (len(call.active), *shape))
+                for reduced, shape in zip(reduced_of[0], shapes)]
+    if call.kind == "all-reduce":
+        outputs = [np.empty((len(call.active), *shape), dtype=op.dtype)
+                   for shape, op in zip(shapes, call.operands)]
+    else:
         n = len(groups[0])
-        outputs = [np.empty((len(call.active), *_block_shape(op.shape[1:], n, call.dim)),
-                            dtype=op.dtype) for op in call.operands]
-    for group, ranks, chunks in zip(groups, spans, folded):
-        for i, operand in enumerate(call.operands):
-            reduced = np.empty(size, dtype=operand.dtype)
-            for peer in ranks:
-                lo, hi = bounds(ranks, peer)
-                reduced[lo:hi] = chunks[i] if peer == me else take(peer)
-            reduced = reduced.reshape(operand.shape[1:])
+        outputs = [np.empty((len(call.active), *_block_shape(shape, n, call.dim)), dtype=op.dtype)
+                   for shape, op in zip(shapes, call.operands)]
+    for group, arrays in zip(groups, reduced_of):
+        for i, (reduced, shape) in enumerate(zip(arrays, shapes)):
+            reduced = reduced.reshape(shape)
             for k, d in enumerate(call.active):
                 if d not in group:
                     continue

@@ -14,10 +14,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-__all__ = ["ArraySpec", "Exchange", "as_bytes", "from_bytes"]
+__all__ = ["ArraySpec", "Exchange", "as_bytes"]
 
 # MPI counts are C ints: a message is sent in pieces of at most this many bytes.
 _PIECE_BYTES = 1 << 30
+# Below this many bytes per peer, arrays are packed into one message (fewer messages beat the
+# copy); above it each array is its own message (no copy).
+_PACK_BYTES = 1 << 20
 TAG_DATA = 201
 
 
@@ -38,16 +41,15 @@ def as_bytes(array: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(array).reshape(-1).view(np.uint8)
 
 
-def from_bytes(buffer: np.ndarray, specs: Sequence[ArraySpec]) -> list[np.ndarray]:
-    """Split a uint8 buffer into arrays of ``specs`` (views into ``buffer``)."""
-    arrays, offset = [], 0
-    for spec in specs:
-        size = spec.nbytes
-        arrays.append(buffer[offset:offset + size].view(spec.dtype).reshape(spec.shape))
-        offset += size
-    if offset != buffer.size:
-        raise ValueError(f"received {buffer.size} bytes but expected {offset}")
-    return arrays
+def _packed(arrays: Sequence[np.ndarray]) -> bool:
+    return len(arrays) > 1 and sum(a.nbytes for a in arrays) < _PACK_BYTES
+
+
+def _writable_bytes(array: np.ndarray) -> np.ndarray:
+    """A flat uint8 view of a C-contiguous array, to receive into."""
+    if not array.flags.c_contiguous or not array.flags.writeable:
+        raise ValueError("can only receive into a C-contiguous, writeable array")
+    return array.reshape(-1).view(np.uint8)
 
 
 class Exchange:
@@ -68,27 +70,48 @@ class Exchange:
         self.rank = comm.Get_rank()
 
     def swap(self, sends: dict[int, Sequence[np.ndarray]],
-             receives: dict[int, Sequence[ArraySpec]],
+             receives: dict[int, Sequence[ArraySpec | np.ndarray]],
              what: str = "exchanging data") -> dict[int, list[np.ndarray]]:
-        """Send ``sends[peer]`` to each peer and receive ``receives[peer]`` from each peer."""
+        """Send ``sends[peer]`` to each peer and receive ``receives[peer]`` from each peer.
+
+        A receive given as an array (C-contiguous, writeable) is filled in place; one given as
+        an ``ArraySpec`` gets a new array. Small exchanges travel as one packed message per
+        peer; large ones as one message per array, so nothing is copied on either side.
+        """
         requests: list[Any] = []
-        buffers: dict[int, np.ndarray] = {}
-        for peer, specs in sorted(receives.items()):
-            if peer == self.rank or not specs:
+        received: dict[int, list[np.ndarray]] = {}
+        unpack: list[tuple[np.ndarray, list[np.ndarray]]] = []
+        for peer, wanted in sorted(receives.items()):
+            if peer == self.rank or not wanted:
                 continue
-            buffer = np.empty(sum(spec.nbytes for spec in specs), dtype=np.uint8)
-            buffers[peer] = buffer
-            requests.extend(self._post(buffer, peer, receive=True))
+            targets = [w if isinstance(w, np.ndarray) else np.empty(w.shape, w.dtype)
+                       for w in wanted]
+            received[peer] = targets
+            if _packed(targets):
+                buffer = np.empty(sum(t.nbytes for t in targets), dtype=np.uint8)
+                unpack.append((buffer, targets))
+                requests.extend(self._post(buffer, peer, receive=True))
+            else:
+                for target in targets:
+                    requests.extend(self._post(_writable_bytes(target), peer, receive=True))
         keep_alive = []
         for peer, arrays in sorted(sends.items()):
             if peer == self.rank or not arrays:
                 continue
-            payload = (np.concatenate([as_bytes(a) for a in arrays]) if len(arrays) > 1
-                       else as_bytes(arrays[0]))
-            keep_alive.append(payload)
-            requests.extend(self._post(payload, peer, receive=False))
+            if _packed(arrays):
+                payloads = [np.concatenate([as_bytes(a) for a in arrays])]
+            else:
+                payloads = [as_bytes(a) for a in arrays]
+            keep_alive.extend(payloads)
+            for payload in payloads:
+                requests.extend(self._post(payload, peer, receive=False))
         self._wait(requests, what)
-        return {peer: from_bytes(buffers[peer], receives[peer]) for peer in buffers}
+        for buffer, targets in unpack:
+            offset = 0
+            for target in targets:
+                _writable_bytes(target)[:] = buffer[offset:offset + target.nbytes]
+                offset += target.nbytes
+        return received
 
     def _post(self, buffer: np.ndarray, peer: int, *, receive: bool) -> list[Any]:
         requests = []

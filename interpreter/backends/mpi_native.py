@@ -144,7 +144,8 @@ class NativeCollectives:
             op = _mpi_op(call.reduction, x.dtype)
             by_group: dict[tuple[int, ...], np.ndarray] = {}
             for ranks, groups in self._by_rank_set(call):
-                buffer = np.stack([self._local_fold(call, x, g, row_of) for g in groups])
+                folds = [self._local_fold(call, x, g, row_of) for g in groups]
+                buffer = folds[0][None] if len(folds) == 1 else np.stack(folds)
                 if len(ranks) > 1:
                     requests.append(self._comms[ranks].Iallreduce(self.mpi.IN_PLACE, buffer, op))
                 for index, group in enumerate(groups):
@@ -157,6 +158,10 @@ class NativeCollectives:
         self._wait(requests, f"in MPI all-reduce at {call.label}")
         outputs = []
         for x, by_group in zip(call.operands, reduced):
+            if len(by_group) == 1:  # every device here holds the same result: a view
+                (value,) = by_group.values()
+                outputs.append(np.broadcast_to(value, x.shape))
+                continue
             out = np.empty_like(x)
             for group, value in by_group.items():
                 for k, d in enumerate(call.active):
