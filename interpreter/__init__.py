@@ -50,7 +50,19 @@ class RunResult:
 def run(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] | None = None,
         topology: Topology | None = None, backend: str = "local", seed: int | None = None
         ) -> list[np.ndarray]:
-    """Execute ``module`` on every device; one ``[D, *shape]`` array per result leaf."""
+    """Execute ``module`` on every device; one ``[D, *shape]`` array per result leaf.
+
+    ``backend="mpi"`` must be called on every rank under mpiexec (``docs/mpi.md``); every rank
+    then returns the full outputs (gathered on rank 0, broadcast to the others). A run that
+    ends early raises the backend's agreed ``MpiRunError`` (an InterpreterError) on every rank.
+    """
+    if backend == "mpi":
+        from mpi4py import MPI
+
+        from interpreter.backends.mpi import run_mpi
+
+        result = run_mpi(module, inputs, topology, seed=seed)
+        return MPI.COMM_WORLD.bcast(result.outputs, root=0)
     return execute(module, inputs, topology, backend, seed).outputs
 
 

@@ -87,11 +87,17 @@ class InputError(ValueError):
     """Inputs that do not fit the entry computation's parameters (names the parameter)."""
 
 
+_DESCRIPTION_LIMIT = 400
+
+
 def describe(instruction: HloInstruction) -> str:
-    """The instruction as XLA prints it, without metadata and other non-semantic attributes."""
+    """The instruction as XLA prints it, without metadata and other non-semantic attributes
+    (shortened past a few hundred characters: a large constant's literal, say)."""
     text = instruction.to_text()
     for name in _NOISE_ATTRIBUTES:
         text = _drop_attribute(text, name)
+    if len(text) > _DESCRIPTION_LIMIT:
+        text = text[:_DESCRIPTION_LIMIT - 3] + "..."
     return text
 
 

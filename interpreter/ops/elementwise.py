@@ -218,12 +218,12 @@ UNARY = {
 }
 
 
-def _register_unary(opcode: Opcode, fn) -> None:
+def _register(opcode: Opcode, fn) -> None:
     implements(opcode)(fn)
 
 
 for _opcode, _fn in UNARY.items():
-    _register_unary(_opcode, _fn)
+    _register(_opcode, _fn)
 
 
 @implements(Opcode.IS_FINITE)
@@ -394,7 +394,7 @@ BINARY = {
 }
 
 for _opcode, _fn in BINARY.items():
-    _register_unary(_opcode, _fn)
+    _register(_opcode, _fn)
 
 
 def float_maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:

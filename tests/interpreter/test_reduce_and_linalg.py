@@ -7,7 +7,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from interp_helpers import ADD_F32, ADD_S32, run, run1
+from interp_helpers import ADD_F32, run, run1
 
 BF16 = ml_dtypes.bfloat16
 

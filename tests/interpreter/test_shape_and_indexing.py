@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import interpreter
-from interp_helpers import ADD_S32, module, run, run1
+from interp_helpers import ADD_S32, run, run1
 
 IOTA6 = np.arange(6, dtype=np.float32).reshape(2, 3)  # [[0, 1, 2], [3, 4, 5]]
 
