@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, NoReturn, Sequence
 
@@ -61,7 +61,6 @@ class MpiResult:
     collectives_run: int = 0
     instructions_executed: int = 0
     device_instructions: int = 0
-    transport: Any = field(default=None, repr=False)
 
 
 def _report(error: MpiRunError) -> None:
@@ -119,9 +118,10 @@ def run_mpi(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] |
         error.clean_shutdown = control.conclude(error, report)
         raise
     control.stop_watchdog()
+    transport.close()
     return MpiResult(transport.rank, layout.world_size, devices, local, outputs, topology, mode,
                      transport.collectives_run, evaluator.instructions_executed,
-                     evaluator.device_instructions, transport)
+                     evaluator.device_instructions)
 
 
 def exit_code_for(error: BaseException) -> int:

@@ -91,6 +91,10 @@ class NativeCollectives:
                 self._comms[ranks] = comm.Create_group(world_group.Incl(list(ranks)))
         world_group.Free()
 
+    def communicators(self) -> list[Any]:
+        """The sub-communicators this rank belongs to."""
+        return list(self._comms.values())
+
     # -- dispatch ------------------------------------------------------------------------------
     def supports(self, call: CollectiveCall) -> bool:
         """Whether ``call`` runs natively (otherwise the transport uses exact mode)."""

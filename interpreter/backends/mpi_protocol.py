@@ -29,7 +29,6 @@ reports the failed rank, so nobody waits for it; on launchers that do not, the w
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 from dataclasses import dataclass, field

@@ -128,6 +128,15 @@ class MpiTransport:
             full.append(array)
         return full
 
+    def close(self) -> None:
+        """Release this transport's communicators after a successful run (every rank calls it)."""
+        self.control.flush_sends()
+        for comm in [self.control.comm, self.data_comm, *self._native_comms()]:
+            comm.Free()
+
+    def _native_comms(self) -> list[Any]:
+        return list(self.native.communicators()) if self.native is not None else []
+
     def fail(self, error: BaseException, *, exit_code: int | None = None):
         """End the run for an error raised on this rank (all ranks raise the agreed MpiRunError)."""
         self.control.fail(error, exit_code=exit_code)

@@ -17,19 +17,19 @@ import sys
 import time
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 import pytest
 
 import interpreter
 from interpreter.backends.mpi import per_rank_path
 from interpreter.backends.mpi_layout import RankLayout, RankLayoutError, format_devices
-from neuron_sim.hlo import parse_module, parse_module_file
+from neuron_sim.hlo import parse_module_file
 from neuron_sim.io import read_npz, storable
 from neuron_sim.topology import Topology, parse_device_assignment
 
 sys.path.insert(0, str(Path(__file__).parent / "mpi"))
-from collective_modules import MISMATCH, MODULES  # noqa: E402
+from collective_modules import (DIFFERENT_COLLECTIVES, ERROR_ON_SOME_DEVICES,  # noqa: E402
+                                MISMATCH, MODULES)
 
 REPO = Path(__file__).resolve().parents[2]
 MPIEXEC = Path(sys.executable).parent / "mpiexec"
@@ -234,30 +234,56 @@ def test_per_rank_file_names():
 # --------------------------------------------------------------------------------------------
 # Failures end every process, quickly, with one message.
 
-def run_single(tmp_path: Path, world_size: int, text: str, **job) -> tuple[
+def launch_with_codes(tmp_path: Path, world_size: int, argv: list[str]) -> tuple[
         subprocess.CompletedProcess, float, list[int]]:
-    """One job in its own launch; each rank's exit code is recorded by a shell wrapper."""
-    hlo = tmp_path / "module.hlo"
-    hlo.write_text(text)
-    spec = tmp_path / "jobs.json"
-    spec.write_text(json.dumps([{"name": "single", "hlo": str(hlo), "seed": 3,
-                                 "output": str(tmp_path / "out.npz"), **job}]))
+    """``mpiexec -n W argv`` with rank-labelled output; each rank's exit code is recorded by a
+    shell wrapper (mpiexec itself reports only one)."""
     codes = tmp_path / "codes"
     codes.mkdir()
-    wrapper = f'"{sys.executable}" "{RUNNER}" "{spec}"; code=$?; ' \
-              f'echo $code > "{codes}/rank$PMI_RANK"; exit $code'
+    command = " ".join(f'"{a}"' for a in argv)
+    wrapper = f'{command}; code=$?; echo $code > "{codes}/rank$PMI_RANK"; exit $code'
     started = time.monotonic()
-    done = mpiexec(world_size, "-prepend-rank", "sh", "-c", wrapper, timeout=60)
+    done = mpiexec(world_size, "-prepend-pattern", LABEL, "sh", "-c", wrapper, timeout=60)
     elapsed = time.monotonic() - started
     rank_codes = [int((codes / f"rank{k}").read_text()) for k in range(world_size)
                   if (codes / f"rank{k}").exists()]
     return done, elapsed, rank_codes
 
 
+def run_single(tmp_path: Path, world_size: int, text: str, **job) -> tuple[
+        subprocess.CompletedProcess, float, list[int]]:
+    """One job of the batch runner in its own launch."""
+    hlo = tmp_path / "module.hlo"
+    hlo.write_text(text)
+    spec = tmp_path / "jobs.json"
+    spec.write_text(json.dumps([{"name": "single", "hlo": str(hlo), "seed": 3,
+                                 "output": str(tmp_path / "out.npz"), **job}]))
+    return launch_with_codes(tmp_path, world_size, [sys.executable, str(RUNNER), str(spec)])
+
+
+def cli(*args: str) -> list[str]:
+    """The ``neuron-sim`` console script's command line, without installing it."""
+    return [sys.executable, "-c", "import sys; from neuron_sim.cli import main; sys.exit(main())",
+            *args]
+
+
+LABEL = "@@%r@@"  # mpiexec's label for each piece of a rank's output
+
+
 def error_lines(stderr: str) -> list[str]:
-    """The error lines of every rank, without mpiexec's ``[rank]`` labels."""
-    text = re.sub(r"(?m)^\[\d+\] ", "", stderr)
-    return [line for line in text.splitlines() if line.startswith("neuron-sim: error:")]
+    """The ``neuron-sim: error:`` lines of every rank, rank by rank.
+
+    mpiexec labels each piece of output it forwards, not each line, so pieces of different
+    ranks interleave; each rank's stream is put back together from its labelled pieces.
+    """
+    pieces = re.split(r"@@(\d+)@@", stderr)
+    streams: dict[int, str] = {}
+    for rank, piece in zip(pieces[1::2], pieces[2::2]):
+        streams[int(rank)] = streams.get(int(rank), "") + piece
+    if not streams:  # not launched by mpiexec
+        streams = {0: stderr}
+    return [line for rank in sorted(streams) for line in streams[rank].splitlines()
+            if line.startswith("neuron-sim: error:")]
 
 
 @pytest.mark.parametrize("world_size", (2, 4))
@@ -313,3 +339,83 @@ ENTRY %main () -> s32[] {
     assert elapsed < 30
     assert done.returncode != 0
     assert "did not finish within 3 s (--timeout)" in done.stderr
+
+
+def test_ranks_reaching_different_collectives_name_both(tmp_path):
+    done, elapsed, codes = run_single(tmp_path, 2, DIFFERENT_COLLECTIVES)
+    assert elapsed < 30 and codes == [1, 1]
+    (message,) = set(error_lines(done.stderr))
+    assert "devices 0-3 (rank 0) reached %ar_low" in message
+    assert "devices 4-7 (rank 1) reached %ar_high" in message
+    assert "they differ in instruction (%ar_low in %low vs %ar_high in %high)" in message
+
+
+# --------------------------------------------------------------------------------------------
+# The command line: neuron-sim run --backend mpi under mpiexec.
+
+def test_cli_output_is_the_local_backends_file(tmp_path):
+    hlo = tmp_path / "m.hlo"
+    hlo.write_text(MODULES["ar_flattened_unsorted"])
+    local = subprocess.run(cli("run", str(hlo), "--seed", "5", "-o", str(tmp_path / "l.npz")),
+                           capture_output=True, text=True, cwd=REPO,
+                           env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert local.returncode == 0, local.stderr
+    done = mpiexec(4, *cli("run", str(hlo), "--backend", "mpi", "--seed", "5",
+                           "-o", str(tmp_path / "m.npz")))
+    assert done.returncode == 0, done.stderr
+    expected, got = read_npz(tmp_path / "l.npz"), read_npz(tmp_path / "m.npz")
+    assert sorted(got) == sorted(expected)
+    assert all(got[k].tobytes() == expected[k].tobytes() for k in expected)
+
+
+def test_cli_output_per_rank_holds_each_ranks_devices(tmp_path):
+    hlo = tmp_path / "m.hlo"
+    hlo.write_text(MODULES["a2a_cross_partition"])
+    done = mpiexec(2, *cli("run", str(hlo), "--backend", "mpi", "--seed", "5", "-o",
+                           str(tmp_path / "out.npz"), "--output-per-rank"))
+    assert done.returncode == 0, done.stderr
+    expected = interpreter.run(parse_module_file(hlo), None, seed=5)[0]
+    for rank, devices in enumerate(([0, 1, 4, 5], [2, 3, 6, 7])):
+        part = read_npz(tmp_path / f"out.rank{rank}.npz")
+        assert part["devices"].tolist() == devices
+        assert part["out0"].tobytes() == expected[devices].tobytes()
+    assert not (tmp_path / "out.npz").exists()
+
+
+def test_cli_process_count_that_does_not_divide_the_devices_is_a_usage_error(tmp_path):
+    hlo = tmp_path / "m.hlo"
+    hlo.write_text(MODULES["ar_cross_replica"])
+    done, elapsed, codes = launch_with_codes(
+        tmp_path, 3, cli("run", str(hlo), "--backend", "mpi", "--seed", "1"))
+    assert codes == [2, 2, 2]
+    lines = error_lines(done.stderr)
+    assert len(lines) == 3 and len(set(lines)) == 1
+    assert "3 processes cannot share the 8 devices" in lines[0]
+    assert "use one of 1, 2, 4, 8" in lines[0]
+
+
+def test_cli_error_on_some_ranks_ends_every_rank_with_the_local_message(tmp_path):
+    hlo = tmp_path / "m.hlo"
+    hlo.write_text(ERROR_ON_SOME_DEVICES)
+    local = subprocess.run(cli("run", str(hlo), "--seed", "1"), capture_output=True,
+                           text=True, cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert local.returncode == 2
+    (expected,) = error_lines(local.stderr)
+    assert "custom-call" in expected
+    done, elapsed, codes = launch_with_codes(
+        tmp_path, 2, cli("run", str(hlo), "--backend", "mpi", "--seed", "1"))
+    assert elapsed < 30
+    assert codes == [2, 2]
+    assert error_lines(done.stderr) == [expected, expected]
+
+
+def test_cli_mismatch_exit_code_is_the_local_backends(tmp_path):
+    hlo = tmp_path / "m.hlo"
+    hlo.write_text(MISMATCH)
+    local = subprocess.run(cli("run", str(hlo), "--seed", "1"), capture_output=True,
+                           text=True, cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    done, elapsed, codes = launch_with_codes(
+        tmp_path, 4, cli("run", str(hlo), "--backend", "mpi", "--seed", "1"))
+    assert local.returncode == 1
+    assert codes == [1, 1, 1, 1]
+    assert len(set(error_lines(done.stderr))) == 1

@@ -204,3 +204,46 @@ ENTRY %main (p: f32[4]) -> f32[4] {
   ROOT %c = f32[4] conditional(%low, %p, %p), true_computation=%reduce_all, false_computation=%keep
 }
 """
+
+# Devices 0-3 and 4-7 reach two different all-reduces (equal groups): they must not meet.
+DIFFERENT_COLLECTIVES = """HloModule two_all_reduces, num_partitions=8
+""" + ADD_F32 + """
+%low (x: f32[4]) -> f32[4] {
+  %x = f32[4] parameter(0)
+  ROOT %ar_low = f32[4] all-reduce(%x), channel_id=1, replica_groups={{0,1,2,3,4,5,6,7}}, use_global_device_ids=true, to_apply=%add
+}
+
+%high (x: f32[4]) -> f32[4] {
+  %x = f32[4] parameter(0)
+  ROOT %ar_high = f32[4] all-reduce(%x), channel_id=2, replica_groups={{0,1,2,3,4,5,6,7}}, use_global_device_ids=true, to_apply=%add
+}
+
+ENTRY %main (p: f32[4]) -> f32[4] {
+  %p = f32[4] parameter(0)
+  %pid = u32[] partition-id()
+  %four = u32[] constant(4)
+  %below = pred[] compare(%pid, %four), direction=LT
+  ROOT %c = f32[4] conditional(%below, %p, %p), true_computation=%low, false_computation=%high
+}
+"""
+
+# Only devices 0-3 execute an op the interpreter does not implement.
+ERROR_ON_SOME_DEVICES = """HloModule error_on_some, num_partitions=8
+
+%unsupported (x: f32[4]) -> f32[4] {
+  %x = f32[4] parameter(0)
+  ROOT %cc = f32[4] custom-call(%x), custom_call_target="SomethingUnknown"
+}
+
+%keep (x: f32[4]) -> f32[4] {
+  ROOT %x = f32[4] parameter(0)
+}
+
+ENTRY %main (p: f32[4]) -> f32[4] {
+  %p = f32[4] parameter(0)
+  %pid = u32[] partition-id()
+  %four = u32[] constant(4)
+  %below = pred[] compare(%pid, %four), direction=LT
+  ROOT %c = f32[4] conditional(%below, %p, %p), true_computation=%unsupported, false_computation=%keep
+}
+"""
