@@ -29,6 +29,7 @@ import pytest
 import interpreter
 from neuron_sim.hlo import parse_module_file
 from neuron_sim.io import read_npz
+from neuron_sim.topology import Topology
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "jax"
 MANIFEST = json.loads((CORPUS / "MANIFEST.json").read_text())
@@ -111,3 +112,28 @@ def test_unrunnable_module_names_what_is_missing(entry):
     module = parse_module_file(CORPUS / f"{entry['name']}.hlo")
     with pytest.raises(interpreter.Unimplemented, match="custom-call.*custom_call_target="):
         interpreter.run(module, seed=0)
+
+
+SINGLE_DEVICE = [e for e in RUNNABLE if e["replica_count"] * e["num_partitions"] == 1]
+
+
+@pytest.mark.parametrize("entry", SINGLE_DEVICE, ids=[e["name"] for e in SINGLE_DEVICE])
+def test_devices_with_different_inputs_each_get_their_own_single_device_result(entry):
+    """Ops vectorized over devices (per-device values) agree with one device at a time."""
+    module = parse_module_file(CORPUS / f"{entry['name']}.hlo")
+    data = read_npz(CORPUS / f"{entry['name']}.npz")
+    rng = np.random.default_rng(0)
+    rows = {}
+    for key, value in data.items():
+        if not key.startswith("arg"):
+            continue
+        base = value[0]
+        shuffled = rng.permutation(base.reshape(-1)).reshape(base.shape)
+        reversed_ = base.reshape(-1)[::-1].reshape(base.shape)
+        rows[key] = np.stack([base, shuffled, reversed_])
+    stacked = interpreter.run(module, rows, topology=Topology(3, 1))
+    for device in range(3):
+        alone = interpreter.run(module, {k: v[device] for k, v in rows.items()},
+                                topology=Topology(1, 1))
+        for j, (many, one) in enumerate(zip(stacked, alone)):
+            assert many[device].tobytes() == one[0].tobytes(), f"out{j} on device {device}"
