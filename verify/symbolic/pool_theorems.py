@@ -145,12 +145,12 @@ class BitVecModel:
     """The model over bounded bit-vectors: ids are ``ID_BITS`` wide, s is 32-bit, products are
     exact in ``WIDE_BITS``; only the program's own s32 multiply wraps."""
 
-    ID_BITS = 28     # holds G*g for G, g <= 2^14
-    WIDE_BITS = 64   # holds any product of a 28-bit id and s < 2^31
+    ID_BITS = 14     # ids and partitions (< G*g <= max_devices < 2^13): exact on devices
+    WIDE_BITS = 48   # any product of an id and s < 2^31 is exact
 
     def __init__(self, max_devices: int = MAX_DEVICES) -> None:
-        if not 1 <= max_devices < 1 << 14:
-            raise ValueError("max_devices must be in 1..16383")
+        if not 1 <= max_devices < 1 << (self.ID_BITS - 1):
+            raise ValueError(f"max_devices must be in 1..{(1 << (self.ID_BITS - 1)) - 1}")
         self.max_devices = max_devices
         self.G, self.g = z3.BitVecs("G g", self.ID_BITS)
         self.s = z3.BitVec("s", 32)
@@ -160,8 +160,9 @@ class BitVecModel:
 
     def domain(self) -> list[z3.BoolRef]:
         G, g, s = self.G, self.g, self.s
+        devices = z3.ZeroExt(self.ID_BITS, G) * z3.ZeroExt(self.ID_BITS, g)
         return [z3.UGE(G, 1), z3.ULE(G, self.max_devices), z3.UGE(g, 1),
-                z3.ULE(g, self.max_devices), z3.ULE(G * g, self.max_devices),
+                z3.ULE(g, self.max_devices), z3.ULE(devices, self.max_devices),
                 z3.UGE(s, 1), z3.ULE(s, INT32_MAX),
                 z3.ULE(self.wide(g) * self.wide(s), INT32_MAX)]
 
@@ -169,6 +170,7 @@ class BitVecModel:
         return z3.And(z3.ULT(k, self.G), z3.ULT(j, self.g))
 
     def partition(self, layout: Layout, k: z3.BitVecRef, j: z3.BitVecRef) -> z3.BitVecRef:
+        """The device's partition; exact whenever (k, j) is a device (it is < G*g then)."""
         return k * self.g + j if layout is Layout.CONTIGUOUS else k + self.G * j
 
     def pool_value(self, pool: str, layout: Layout, k: z3.BitVecRef,
@@ -265,25 +267,33 @@ class UndecidedError(RuntimeError):
     """z3 answered unknown (a timeout) where the table needs an answer."""
 
 
-def _int_solver() -> z3.Solver:
-    """A solver for the integer encoding (z3's QF_NIA configuration is far faster here than
-    the default one)."""
-    solver = z3.SolverFor("QF_NIA")
-    solver.set("timeout", QUERY_TIMEOUT_MS)
-    return solver
+# z3's run time on these queries is heavy-tailed in its random seed: most seeds answer in
+# milliseconds, an unlucky one can take minutes. Each query is therefore tried with a few seeds
+# under short time limits before a long last attempt. Any answer is a valid answer.
+ATTEMPTS = {"QF_NIA": ((0, 2_000), (1, 2_000), (2, 4_000), (3, 8_000), (4, QUERY_TIMEOUT_MS)),
+            "QF_BV": ((0, QUERY_TIMEOUT_MS), (1, QUERY_TIMEOUT_MS))}
 
 
-def _bitvec_solver() -> z3.Solver:
-    solver = z3.SolverFor("QF_BV")
-    solver.set("timeout", QUERY_TIMEOUT_MS)
-    return solver
+def decide(facts: list[z3.BoolRef], logic: str = "QF_NIA") -> z3.ModelRef | None:
+    """A model of ``facts``, or None if they are unsatisfiable (proof by z3).
 
-
-def _check(solver: z3.Solver, *assumptions: z3.BoolRef) -> z3.CheckSatResult:
-    result = solver.check(*assumptions)
-    if result == z3.unknown:
-        raise UndecidedError(f"z3 gave up: {solver.reason_unknown()}")
-    return result
+    ``logic`` is "QF_NIA" for the integer encoding (z3's non-incremental QF_NIA configuration
+    is far faster here than its default solver) or "QF_BV". Raises UndecidedError if every
+    attempt times out.
+    """
+    reason = ""
+    for seed, timeout_ms in ATTEMPTS[logic]:
+        solver = z3.SolverFor(logic)
+        solver.set("timeout", timeout_ms)
+        solver.set("random_seed", seed)
+        solver.add(*facts)
+        result = solver.check()
+        if result == z3.sat:
+            return solver.model()
+        if result == z3.unsat:
+            return None
+        reason = solver.reason_unknown()
+    raise UndecidedError(f"z3 gave up after {len(ATTEMPTS[logic])} attempts: {reason}")
 
 
 def verdict(pool: str, layout: Layout, *, max_devices: int = MAX_DEVICES) -> PoolVerdict:
@@ -293,15 +303,17 @@ def verdict(pool: str, layout: Layout, *, max_devices: int = MAX_DEVICES) -> Poo
     m = IntModel(max_devices)
     k, j = z3.Ints("k j")
     constraints, bad = m.mismatch(pool, layout, k, j, "device")
-    solver = _int_solver()
-    solver.add(*m.domain(), m.is_device(k, j), *constraints, bad)
-    if _check(solver) == z3.unsat:
-        return PoolVerdict(pool, layout, True, None, time.perf_counter() - started)
+    facts = [*m.domain(), m.is_device(k, j), *constraints, bad]
     device = m.partition(layout, k, j)
-    for term, low in ((m.G, 1), (m.g, 1), (m.s, 1), (device, 0)):
-        solver.add(term == _minimize(solver, term, low))
-    _check(solver)
-    model = solver.model()
+    bounds = ((m.G, 1, max_devices), (m.g, 1, max_devices), (m.s, 1, INT32_MAX),
+              (device, 0, max_devices - 1))
+    for term, low, high in bounds:
+        smallest = _smallest(facts, term, low, high)
+        if smallest is None:
+            return PoolVerdict(pool, layout, True, None, time.perf_counter() - started)
+        facts.append(term == smallest)
+    model = decide(facts)
+    assert model is not None
 
     def value(term: z3.ArithRef) -> int:
         return model.eval(term, model_completion=True).as_long()
@@ -312,16 +324,31 @@ def verdict(pool: str, layout: Layout, *, max_devices: int = MAX_DEVICES) -> Poo
     return PoolVerdict(pool, layout, False, witness, time.perf_counter() - started)
 
 
-def _minimize(solver: z3.Solver, term: z3.ArithRef, low: int) -> int:
-    """The smallest value of ``term`` in a model of the satisfiable ``solver`` (>= ``low``)."""
-    _check(solver)
-    best = solver.model().eval(term, model_completion=True).as_long()
-    while low < best:
-        middle = (low + best) // 2
-        if _check(solver, term <= middle) == z3.sat:
-            best = solver.model().eval(term, model_completion=True).as_long()
+def _smallest(facts: list[z3.BoolRef], term: z3.ArithRef, low: int, high: int) -> int | None:
+    """The smallest value of ``term`` in ``[low, high]`` over the models of ``facts``, or None
+    if ``facts`` has no model with ``term <= high``.
+
+    Galloping up from ``low`` (``term <= low``, ``low + 1``, ``low + 3``, ...) then bisecting:
+    small instances are asked about first, and z3 answers those fastest.
+    """
+    below = low          # no model has term < below
+    step = 1
+    while True:
+        bound = min(below + step - 1, high)
+        model = decide(facts + [term <= bound])
+        if model is not None:
+            break
+        if bound == high:
+            return None
+        below, step = bound + 1, step * 2
+    best = model.eval(term, model_completion=True).as_long()
+    while below < best:
+        middle = (below + best) // 2
+        model = decide(facts + [term <= middle])
+        if model is not None:
+            best = model.eval(term, model_completion=True).as_long()
         else:
-            low = middle + 1
+            below = middle + 1
     return best
 
 
@@ -418,11 +445,11 @@ def prove_characterization(pool: str, layout: Layout, cases: IntCondition,
     """
     counterexample: dict[str, int] | None = None
 
-    def refuted(solver: z3.Solver, names: dict[str, Any]) -> bool:
+    def refuted(facts: list[z3.BoolRef], logic: str, names: dict[str, Any]) -> bool:
         nonlocal counterexample
-        if _check(solver) == z3.unsat:
+        model = decide(facts, logic)
+        if model is None:
             return False
-        model = solver.model()
         counterexample = {name: model.eval(term, model_completion=True).as_long()
                           for name, term in names.items()}
         return True
@@ -433,18 +460,16 @@ def prove_characterization(pool: str, layout: Layout, cases: IntCondition,
     constraints, bad = im.mismatch(pool, layout, k, j, "device")
     sufficient = True
     for case in disjuncts:
-        solver = _int_solver()
-        solver.add(*im.domain(), *side, case, im.is_device(k, j), *constraints, bad)
-        if refuted(solver, {"G": im.G, "g": im.g, "s": im.s, "group": k, "position": j}):
+        facts = [*im.domain(), *side, case, im.is_device(k, j), *constraints, bad]
+        if refuted(facts, "QF_NIA", {"G": im.G, "g": im.g, "s": im.s, "group": k, "position": j}):
             sufficient = False
             break
 
     bm = BitVecModel(max_devices)
     wk, wj = witness(bm)
-    solver = _bitvec_solver()
-    solver.add(*bm.domain(), z3.Not(condition(bm)),
-               z3.Or(z3.Not(bm.is_device(wk, wj)), z3.Not(bm.mismatch(pool, layout, wk, wj))))
-    necessary = not refuted(solver, {"G": bm.G, "g": bm.g, "s": bm.s, "group": wk,
+    facts = [*bm.domain(), z3.Not(condition(bm)),
+             z3.Or(z3.Not(bm.is_device(wk, wj)), z3.Not(bm.mismatch(pool, layout, wk, wj)))]
+    necessary = not refuted(facts, "QF_BV", {"G": bm.G, "g": bm.g, "s": bm.s, "group": wk,
                                      "position": wj})
     return CharacterizationProof(sufficient, necessary, counterexample)
 
