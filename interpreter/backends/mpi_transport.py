@@ -22,7 +22,7 @@ from interpreter.backends.mpi_exact import CollectiveCall, exact_collective
 from interpreter.backends.mpi_exchange import ArraySpec, Exchange
 from interpreter.backends.mpi_layout import RankLayout
 from interpreter.backends.mpi_protocol import (Arrival, CollectiveMismatch, ControlPlane,
-                                               Fingerprint, MpiRunError, check_groups_arrived)
+                                               Fingerprint, check_groups_arrived)
 
 __all__ = ["MODES", "MpiTransport"]
 
@@ -78,6 +78,11 @@ class MpiTransport:
         """The outputs of ``call`` for ``call.active``; raises MpiRunError if the run must end."""
         control = self.control
         control.poll_abort()
+        native = self.native is not None and self.native.supports(call)
+        if fingerprint is not None:
+            # Both sides must move the data the same way; a disagreement is a mismatch, not a hang.
+            fingerprint = Fingerprint((*fingerprint.fields,
+                                       ("transport", "native" if native else "exact")))
         arrival = Arrival(self.rank, fingerprint, call.label or call.kind, tuple(call.active))
         involved = set().union(*call.touching_groups(call.active)) if call.groups else set()
         if call.kind == "collective-permute":
@@ -89,15 +94,13 @@ class MpiTransport:
         if problem is not None:
             control.fail(CollectiveMismatch(problem))
         peer_active = {peer: other.active for peer, other in received.items()}
-        try:
-            if self.native is not None and self.native.supports(call):
-                outputs = self.native.run(call, peer_active)
-            else:
-                outputs = exact_collective(call, self.exchange, self.layout, peer_active)
-        except MpiRunError:
-            raise
-        except Exception as error:  # noqa: BLE001 - any failure ends every rank the same way
-            control.fail(error)
+        # An error while moving or combining data propagates like in the local backend (the
+        # evaluator names the instruction); ``run_mpi`` then ends every rank with it, and peers
+        # waiting for this rank's data see the abort while they wait.
+        if native:
+            outputs = self.native.run(call, peer_active)
+        else:
+            outputs = exact_collective(call, self.exchange, self.layout, peer_active)
         self.collectives_run += 1
         return outputs
 
