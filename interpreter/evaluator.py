@@ -218,15 +218,87 @@ class Evaluator:
 
             return direct
 
+        compiled = self._compile_elementwise(computation)
+
         def general(*arrays: np.ndarray) -> object:
             arrays = [np.asarray(a) for a in arrays]
             shape = np.broadcast_shapes(*(a.shape for a in arrays))
             size = int(np.prod(shape, dtype=np.int64))
             flat = [np.broadcast_to(a, shape).reshape(size) for a in arrays]
+            if compiled is not None:
+                return compiled(flat, shape, size)
             result = self.evaluate(computation, [PerDevice(f) for f in flat], Frame(None, size))
             return _unbatch(result, shape, size)
 
         return general
+
+    def _compile_elementwise(self, computation: HloComputation):
+        """A straight-line runner for a computation of array ops, constants and tuples.
+
+        Reductions and comparators are applied once per reduced element or merge step, so
+        their per-instruction cost matters: this skips the general evaluator's bookkeeping
+        (value wrapping, checks) and calls the op implementations on batched arrays directly.
+        None if the computation has control flow or other value-level ops.
+        """
+        index = {inst: i for i, inst in enumerate(computation.instructions)}
+        steps = []
+        for inst in computation.instructions:
+            operands = tuple(index[o] for o in inst.operands)
+            if inst.opcode is Opcode.PARAMETER:
+                steps.append(("param", inst, inst.parameter_number, operands))
+            elif inst.opcode is Opcode.CONSTANT:
+                if not isinstance(inst.shape, ArrayShape) or inst.literal is None \
+                        or inst.literal.is_elided:
+                    return None
+                value = np.asarray(inst.literal.value, numpy_dtype(inst.shape.element_type))
+                steps.append(("const", inst, value.reshape(1, *inst.shape.dims), operands))
+            elif inst.opcode is Opcode.TUPLE:
+                steps.append(("tuple", inst, None, operands))
+            elif inst.opcode is Opcode.GET_TUPLE_ELEMENT:
+                steps.append(("gte", inst, inst.attrs["index"], operands))
+            else:
+                implementation = REGISTRY.get(inst.opcode)
+                if implementation is None or implementation.values or \
+                        not isinstance(inst.shape, ArrayShape):
+                    return None
+                ctx = OpContext(self, inst, Frame(None, 0))
+                steps.append(("op", inst, (implementation.fn, ctx,
+                                           numpy_dtype(inst.shape.element_type)), operands))
+        root = index[computation.root]
+
+        def run(flat: list[np.ndarray], shape: tuple[int, ...], size: int) -> object:
+            values: list = [None] * len(steps)
+            for position, (kind, inst, data, operands) in enumerate(steps):
+                try:
+                    if kind == "op":
+                        fn, ctx, dtype = data
+                        ctx.frame.n = size
+                        out = np.asarray(fn(ctx, *(values[i] for i in operands)))
+                        values[position] = out if out.dtype == dtype else out.astype(dtype)
+                    elif kind == "param":
+                        values[position] = flat[data]
+                    elif kind == "const":
+                        values[position] = data
+                    elif kind == "tuple":
+                        values[position] = tuple(values[i] for i in operands)
+                    else:
+                        values[position] = values[operands[0]][data]
+                except InterpreterError as error:
+                    error.attach(inst)
+                    raise
+                except Exception as error:  # noqa: BLE001 - every failure names its instruction
+                    raise ExecutionError.wrapping(error, inst) from error
+            return _unbatch_arrays(values[root], shape, size)
+
+        return run
+
+
+def _unbatch_arrays(value, shape: tuple[int, ...], size: int) -> object:
+    if isinstance(value, tuple):
+        return tuple(_unbatch_arrays(v, shape, size) for v in value)
+    if value.shape[0] != size:
+        value = np.broadcast_to(value, (size, *value.shape[1:]))
+    return value.reshape(shape)
 
 
 def _unbatch(value: Value, shape: tuple[int, ...], size: int) -> object:
