@@ -495,8 +495,7 @@ def convert_array(x: np.ndarray, target: ElementType) -> np.ndarray:
             return x.astype(dtype)
         if is_float(source):
             return _float_to_int(x, target)
-        return _wrap_int(x.astype(np.int64) if element_type_of(source).bits < 8 else x, dtype) \
-            if target.bits < 8 else x.astype(dtype)
+        return _wrap_int(x.astype(np.int64), dtype) if target.bits < 8 else x.astype(dtype)
     if target.is_float:
         if is_integral(source) and target.bits < 32:
             return x.astype(F32).astype(dtype)

@@ -149,9 +149,10 @@ def gather(ctx, operand, indices):
     rank = operand.ndim - 1
     vectors = _index_vectors(indices, index_vector_dim)
     batch_rank = vectors.ndim - 2
-    starts = _full_starts(vectors, rank, index_map, (), (), index_vector_dim)
+    # Batching coordinates are in range by construction, so clamping leaves them alone.
+    starts = _full_starts(vectors, rank, index_map, operand_batching, indices_batching,
+                          index_vector_dim)
     starts = _clamped(starts, operand.shape[1:], slice_sizes)
-    starts = _full_starts_batching(starts, operand_batching, indices_batching, index_vector_dim)
     window_dims = [d for d in range(rank) if d not in collapsed and d not in operand_batching]
     window_sizes = [slice_sizes[d] for d in window_dims]
     full = _element_indices(starts, window_dims, window_sizes)
@@ -169,21 +170,6 @@ def gather(ctx, operand, indices):
             order.append(1 + g)
             g += 1
     return result.transpose(0, *order)
-
-
-def _full_starts_batching(starts: np.ndarray, operand_batching: Sequence[int],
-                          indices_batching: Sequence[int], index_vector_dim: int) -> np.ndarray:
-    if not operand_batching:
-        return starts
-    starts = starts.copy()
-    batch_shape = starts.shape[1:-1]
-    for operand_dim, indices_dim in zip(operand_batching, indices_batching):
-        position = _batch_position(indices_dim, index_vector_dim)
-        line = np.arange(batch_shape[position]).reshape(
-            [1] + [batch_shape[position] if i == position else 1
-                   for i in range(len(batch_shape))])
-        starts[..., operand_dim] = line
-    return starts
 
 
 @implements(Opcode.SCATTER)

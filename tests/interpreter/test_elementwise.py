@@ -293,3 +293,17 @@ def test_ops_without_implementation_raise_unimplemented_naming_the_opcode(opcode
             a = {shape} parameter(0)
             r = {shape} {opcode}(a){attrs}
             """, np.zeros(4, np.complex64) if opcode == "fft" else np.eye(2, dtype=np.float32))
+
+
+def test_sub_byte_integers_wrap_in_their_width():
+    # s4 holds -8..7: 8 -> -8, -9 -> 7, 15 -> -1; 7 + 7 = 14 -> -2, -8 + -8 = -16 -> 0.
+    assert run1("""
+        a = s32[4] parameter(0)
+        b = s4[4] convert(a)
+        ROOT c = s32[4] convert(b)
+        """, np.array([7, 8, -9, 15], np.int32)).tolist() == [7, -8, 7, -1]
+    assert run1("""
+        a = s4[3] parameter(0)
+        b = s4[3] add(a, a)
+        ROOT c = s8[3] convert(b)
+        """, np.array([7, -8, 3], ml_dtypes.int4)).tolist() == [-2, 0, 6]
