@@ -118,3 +118,19 @@ def test_run_counts_device_instructions():
     result = interpreter.execute(TWO_PARAMS, [np.zeros(2, np.float32), np.int32(1)])
     # convert, broadcast, add executed once each for 3 devices (parameters are not counted).
     assert result.instructions_executed == 3 and result.device_instructions == 9
+
+
+def test_npz_round_trip_stores_ml_dtypes_as_raw_bytes(tmp_path):
+    from neuron_sim.io import read_npz, write_npz
+
+    arrays = {"out0": np.array([1.5, -2], ml_dtypes.bfloat16),
+              "out1": np.array([0.5], ml_dtypes.float8_e4m3fn),
+              "out2": np.array([[1, 2]], np.int32)}
+    path = tmp_path / "o.npz"
+    write_npz(path, arrays)
+    assert [p.name for p in tmp_path.iterdir()] == ["o.npz"]  # no temporary file left behind
+    back = read_npz(path)
+    assert back["out0"].dtype == np.dtype("V2") and back["out1"].dtype == np.dtype("V1")
+    assert back["out0"].view(ml_dtypes.bfloat16).tolist() == arrays["out0"].tolist()
+    assert back["out1"].view(ml_dtypes.float8_e4m3fn).tolist() == [0.5]
+    assert back["out2"].tolist() == [[1, 2]]
