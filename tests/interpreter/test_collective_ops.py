@@ -267,3 +267,14 @@ def test_partition_and_replica_ids():
     assert all(isinstance(v, PerDevice) for v in result.values)
     single = interpreter.execute(module("ROOT p = u32[] partition-id()", header="replica_count=4"))
     assert isinstance(single.values[0], Replicated) and single.outputs[0].tolist() == [0] * 4
+
+
+def test_512_devices_pairwise_all_reduce_with_iota_groups():
+    x = np.arange(512, dtype=np.float32).reshape(512, 1)
+    (out,) = run_collective("""
+        x = f32[1] parameter(0)
+        ROOT r = f32[1] all-reduce(x), channel_id=1, replica_groups=[256,2]<=[2,256]T(1,0), use_global_device_ids=true, to_apply=add_f32
+        """, "num_partitions=512", Topology(1, 512), x)
+    # [2,256] transposed: group g = {g, g + 256}; every member gets g + (g + 256).
+    expected = [2 * (f % 256) + 256 for f in range(512)]
+    assert out.reshape(-1).tolist() == expected
