@@ -29,7 +29,8 @@ import numpy as np
 
 from interpreter.backends.mpi_collectives import module_groups
 from interpreter.backends.mpi_layout import RankLayout, RankLayoutError
-from interpreter.backends.mpi_protocol import EXIT_INTERNAL, EXIT_MISMATCH, MpiRunError
+from interpreter.backends.mpi_protocol import (EXIT_INTERNAL, EXIT_MISMATCH, EXIT_TIMEOUT,
+                                               MpiRunError)
 from interpreter.backends.mpi_transport import MODES, MpiTransport
 from neuron_sim.hlo import HloModule, parse_module
 from neuron_sim.hlo.shapes import ArrayShape
@@ -94,6 +95,7 @@ def run_mpi(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] |
     if topology is None:
         topology = Topology(module.replica_count, module.num_partitions)
     layout = RankLayout(topology, world.Get_size())
+    _wait_for_every_rank(world, timeout, report)
     transport = MpiTransport(layout, mode=mode, timeout=timeout, comm=world,
                              collective_groups=module_groups(module, topology)
                              if mode == "native" else ())
@@ -122,6 +124,27 @@ def run_mpi(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] |
     return MpiResult(transport.rank, layout.world_size, devices, local, outputs, topology, mode,
                      transport.collectives_run, evaluator.instructions_executed,
                      evaluator.device_instructions)
+
+
+def _wait_for_every_rank(world: Any, timeout: float | None,
+                         report: Callable[[MpiRunError], None]) -> None:
+    """Wait (bounded by ``timeout``) until every rank has started the run.
+
+    Setting up the run takes collective MPI calls, which would wait forever for a rank that
+    failed before it got here (a module or input file missing on its host, say) and now waits
+    in MPI's shutdown. Such a rank never answers; the job is ended instead.
+    """
+    import time
+
+    request = world.Ibarrier()
+    deadline = None if not timeout else time.monotonic() + timeout
+    while not request.Test():
+        if deadline is not None and time.monotonic() > deadline:
+            report(MpiRunError(f"not every MPI process started the run within {timeout:g} s "
+                               "(--timeout); a process that failed before it (see its error) "
+                               "keeps the others waiting", EXIT_TIMEOUT))
+            exit_process(EXIT_TIMEOUT, clean=False)
+        time.sleep(0.001)
 
 
 def exit_code_for(error: BaseException) -> int:

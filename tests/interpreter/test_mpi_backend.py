@@ -318,6 +318,14 @@ def test_a_rank_killed_mid_run_ends_the_job(tmp_path):
     assert not (tmp_path / "out.npz").exists()
 
 
+def test_a_rank_that_fails_before_the_run_does_not_keep_the_others_waiting(tmp_path):
+    done, elapsed, codes = run_single(tmp_path, 2, MODULES["ar_cross_replica"], exit_before=1,
+                                      timeout=3)
+    assert elapsed < 30
+    assert done.returncode != 0
+    assert "not every MPI process started the run within 3 s" in done.stderr
+
+
 def test_watchdog_ends_a_run_that_never_finishes(tmp_path):
     spin = """HloModule spin, num_partitions=2
 

@@ -6,7 +6,8 @@
 "seed": int or null, "mode": "exact" | "native", "replicas": int or null, "partitions": int or
 null, "device_assignment": "{{...}}" or null, "output": npz path}``, plus optionally
 ``"kill": [rank, n]`` (that rank kills itself with SIGKILL when it reaches its n-th collective,
-counting from 0) and ``"timeout": seconds``.
+counting from 0), ``"exit_before": rank`` (that rank fails before the run starts, as when its
+host cannot read the module) and ``"timeout": seconds``.
 
 Rank 0 writes each job's gathered outputs to ``output``. A job that ends early writes, on rank
 0, ``{"message", "exit_code"}`` to ``output + ".error.json"`` and the batch goes on with the
@@ -65,6 +66,9 @@ def run_job(job: dict) -> int:
         inputs = {k: v for k, v in inputs.items() if k.startswith("arg")}
     if job.get("kill"):
         install_kill(*job["kill"])
+    if job.get("exit_before") == rank:
+        print(f"rank {rank}: failing before the run", file=sys.stderr, flush=True)
+        sys.exit(2)
     try:
         result = run_mpi(module, inputs, topology_of(job, module), mode=job.get("mode", "exact"),
                          timeout=job.get("timeout", 120), seed=job.get("seed"))
