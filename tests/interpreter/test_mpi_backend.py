@@ -23,6 +23,8 @@ import pytest
 import interpreter
 from interpreter.backends.mpi import per_rank_path
 from interpreter.backends.mpi_layout import RankLayout, RankLayoutError, format_devices
+from interpreter.backends.mpi_protocol import (Arrival, Fingerprint, check_groups_arrived,
+                                               describe_mismatch)
 from neuron_sim.hlo import parse_module_file
 from neuron_sim.io import read_npz, storable
 from neuron_sim.topology import Topology, parse_device_assignment
@@ -229,6 +231,43 @@ def test_device_ranges_are_compact():
 def test_per_rank_file_names():
     assert per_rank_path("out/result.npz", 3) == Path("out/result.rank3.npz")
     assert per_rank_path("result", 0) == Path("result.rank0.npz")
+
+
+# --------------------------------------------------------------------------------------------
+# Mismatch sentences are the same whichever side writes them.
+
+def arrival(rank, name, active, *, groups="{{0,1,2,3}}"):
+    fingerprint = None if name is None else Fingerprint(
+        (("instruction", f"%{name} in %main"), ("opcode", "all-reduce"),
+         ("replica_groups", groups)))
+    label = "the end of the program" if name is None else f"%{name} = f32[4] all-reduce(%x)"
+    return Arrival(rank, fingerprint, label, tuple(active))
+
+
+def test_mismatch_sentence_is_symmetric_and_names_what_differs():
+    a = arrival(0, "ar.1", [0, 1], groups="{{0,1,2,3}}")
+    b = arrival(1, "ar.2", [2, 3], groups="{{0,2},{1,3}}")
+    text = describe_mismatch(a, b)
+    assert text == describe_mismatch(b, a)
+    assert text.startswith("collective mismatch: devices 0-1 (rank 0) reached %ar.1")
+    assert "instruction (%ar.1 in %main vs %ar.2 in %main)" in text
+    assert "replica_groups ({{0,1,2,3}} vs {{0,2},{1,3}})" in text
+
+
+def test_mismatch_with_a_finished_rank_says_the_collective_was_skipped():
+    text = describe_mismatch(arrival(1, None, [2, 3]), arrival(0, "ar.1", [0, 1]))
+    assert "devices 2-3 (rank 1) finished the program" in text
+    assert "skipped %ar.1 on some of its participants" in text
+
+
+def test_partial_group_names_the_missing_devices_and_their_rank():
+    layout = RankLayout(Topology(1, 8), 4)
+    mine = arrival(0, "ar", [0, 1])
+    peer = arrival(1, "ar", [2])
+    text = check_groups_arrived(mine, [peer], [(0, 1, 2, 3), (4, 5, 6, 7)], layout)
+    assert "devices 0-2 reached it but devices 3 (rank 1)" in text
+    assert check_groups_arrived(mine, [arrival(1, "ar", [2, 3])],
+                                [(0, 1, 2, 3), (4, 5, 6, 7)], layout) is None
 
 
 # --------------------------------------------------------------------------------------------
