@@ -9,18 +9,17 @@ its sub-communicators from them before anything runs).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from interpreter.backends.mpi_exact import CollectiveCall
 from interpreter.backends.mpi_protocol import Fingerprint
 from neuron_sim.hlo import HloComputation, HloInstruction, HloModule, Opcode
 from neuron_sim.hlo.replica_groups import ReplicaGroups
 from neuron_sim.topology import (GroupMode, Topology, group_mode, participant_groups,
                                  permute_pairs_flattened)
 
-__all__ = ["build_call", "collective_kind", "describe", "fingerprint_of", "module_groups",
+__all__ = ["collective_kind", "describe", "fingerprint_of", "flattened_pairs", "module_groups",
            "participant_groups_of", "recognize_reduction"]
 
 _KIND = {
@@ -163,25 +162,6 @@ def fingerprint_of(instr: HloInstruction, topology: Topology,
     fields.append(("operands", ", ".join(f"{np.dtype(op.dtype).name}{list(op.shape[1:])}"
                                          for op in operands)))
     return Fingerprint(tuple(fields))
-
-
-def build_call(instr: HloInstruction, topology: Topology, operands: Sequence[np.ndarray],
-               active: Sequence[int], *, combine: Callable[..., Any] | None = None,
-               variadic: bool = False) -> CollectiveCall:
-    """The transport's view of ``instr`` reached by ``active`` with stacked ``operands``."""
-    kind = collective_kind(instr)
-    dim = None
-    if kind in ("all-gather", "reduce-scatter", "all-to-all"):
-        dims = instr.dimensions
-        dim = dims[0] if dims else None
-    pairs = flattened_pairs(instr, topology) if kind == "collective-permute" else ()
-    to_apply = instr.get("to_apply")
-    return CollectiveCall(
-        kind=kind, operands=list(operands), active=tuple(int(d) for d in active),
-        groups=participant_groups_of(instr, topology), dim=dim, pairs=pairs, combine=combine,
-        variadic=variadic, label=describe(instr),
-        reduction=recognize_reduction(to_apply) if kind in ("all-reduce", "reduce-scatter")
-        else None)
 
 
 def module_groups(module: HloModule, topology: Topology) -> list[tuple[tuple[int, ...], ...]]:

@@ -87,10 +87,6 @@ class RankLayout:
         ids = np.asarray(list(devices), dtype=np.int64)
         return sorted(set(self.rank_of_device[ids].tolist())) if ids.size else []
 
-    def describe(self, rank: int) -> str:
-        """``rank 1 (devices 4-7)``: how messages name a rank."""
-        return f"rank {rank} (devices {format_devices(self.hosted(rank))})"
-
 
 def format_devices(devices) -> str:
     """Flattened ids as compact ranges: ``0-3,6,8-9``; ``none`` for an empty set."""

@@ -459,15 +459,6 @@ class ControlPlane:
                 backoff.wait()
         return True
 
-    def drain(self) -> None:
-        """Receive and drop control messages still queued for this rank (stale contributions)."""
-        for tag in (TAG_ABORT, TAG_ARRIVAL):
-            while True:
-                message = self.comm.improbe(source=self._any_source(), tag=tag)
-                if message is None:
-                    break
-                message.recv()
-
 
 def _shorten(states: list[str], limit: int = 16) -> list[str]:
     if len(states) <= limit:
