@@ -34,10 +34,14 @@ signed zero or an extreme value to show stays UNSOUND with its original witness.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import importlib
+import signal
+import threading
+import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -78,6 +82,8 @@ NO_INTERPRETER = "ERROR: Interpreter unavailable"
 UNSOUND_CHECKS = (TARGET_MALFORMED, TARGET_FAILS, COLLECTIVE_MISMATCH, VALUE_MISMATCH)
 
 DEFAULT_TRIALS = 5
+DEFAULT_TIMEOUT = 30.0      # seconds one execution of the source may take
+TARGET_SLOWDOWN = 20.0      # the target may take this many times the source's time
 EXACT_REPLAYS = 3
 
 # Opcodes whose combination order XLA leaves to the implementation.
@@ -117,6 +123,7 @@ def default_runner(backend: str = "local") -> Runner:
 FAILURE_COLLECTIVE_MISMATCH = "collective mismatch"
 FAILURE_UNSUPPORTED = "unsupported"
 FAILURE_EXECUTION = "execution"
+FAILURE_TIMEOUT = "timeout"
 
 
 def _exception_chain(exc: BaseException) -> list[BaseException]:
@@ -151,6 +158,8 @@ def classify_failure(exc: BaseException) -> str:
     """
     classes = _interpreter_error_classes()
     chain = _exception_chain(exc)
+    if any(isinstance(e, ExecutionTimeout) for e in chain):
+        return FAILURE_TIMEOUT
     for kind in (FAILURE_COLLECTIVE_MISMATCH, FAILURE_UNSUPPORTED):
         if kind in classes and any(isinstance(e, classes[kind]) for e in chain):
             return kind
@@ -177,22 +186,54 @@ class Outcome:
     outputs: list[np.ndarray] | None = None
     failure: str | None = None
     error: BaseException | None = None
+    seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
         return self.failure is None
 
 
+class ExecutionTimeout(Exception):
+    """An execution ran longer than the verifier's limit (a loop that may never end)."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise ExecutionTimeout in the main thread after ``seconds`` (no limit elsewhere: signals
+    reach only the main thread)."""
+    usable = seconds is not None and seconds > 0 and hasattr(signal, "setitimer") and \
+        threading.current_thread() is threading.main_thread()
+    if not usable:
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise ExecutionTimeout(f"did not finish within {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def execute(runner: Runner, module: HloModule, inputs: list, topology: Topology,
-            seed: int) -> Outcome:
+            seed: int, limit: float | None = None) -> Outcome:
+    """Run ``module``; a failure (or running past ``limit`` seconds) is classified, not raised."""
+    started = time.perf_counter()
     with np.errstate(all="ignore"):
         try:
-            outputs = runner(module, inputs, topology, seed)
+            with _time_limit(limit):
+                outputs = runner(module, inputs, topology, seed)
         except InterpreterUnavailable:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure is classified and reported
-            return Outcome(failure=classify_failure(exc), error=exc)
-    return Outcome(outputs=[np.asarray(o) for o in outputs])
+            return Outcome(failure=classify_failure(exc), error=exc,
+                           seconds=time.perf_counter() - started)
+    return Outcome(outputs=[np.asarray(o) for o in outputs],
+                   seconds=time.perf_counter() - started)
 
 
 # --------------------------------------------------------------------------------------------
@@ -255,6 +296,7 @@ class VerificationResult:
     contract: str = compare.EXACT
     trials: int = DEFAULT_TRIALS
     seed: int = 0
+    timeout: float | None = None
     compared: int = 0                           # executions compared (trial x topology)
     counterexample: Counterexample | None = None
     minimized: Minimized | None = None
@@ -427,25 +469,33 @@ class _TrialFinding:
 
 
 def _compare_once(source: HloModule, target: HloModule, topology: Topology, inputs: list,
-                  style: str, contract: str, runner: Runner, seed: int
-                  ) -> tuple[str, Any]:
-    """Run both; returns one of ("ok", None), ("source-ub", message), ("source-unsupported",
-    message), ("source-fails", message), ("target-unsupported", message), or
-    ("finding", _TrialFinding)."""
-    src = execute(runner, source, inputs, topology, seed)
+                  style: str, contract: str, runner: Runner, seed: int,
+                  timeout: float | None = None) -> tuple[str, Any]:
+    """Run both; returns one of ("ok", None), ("source-ub", message), ("source-timeout",
+    message), ("source-unsupported", message), ("source-fails", message),
+    ("target-unsupported", message), or ("finding", _TrialFinding).
+
+    The target may take ``TARGET_SLOWDOWN`` times as long as the source (at least ``timeout``)
+    before it counts as failing where the source does not."""
+    src = execute(runner, source, inputs, topology, seed, timeout)
     if not src.ok:
         message = describe_exception(src.error)
         if src.failure == FAILURE_COLLECTIVE_MISMATCH:
             return "source-ub", message
+        if src.failure == FAILURE_TIMEOUT:
+            return "source-timeout", message
         if src.failure == FAILURE_UNSUPPORTED:
             return "source-unsupported", message
         return "source-fails", message
-    tgt = execute(runner, target, inputs, topology, seed)
+    limit = None if timeout is None else max(timeout, TARGET_SLOWDOWN * src.seconds)
+    tgt = execute(runner, target, inputs, topology, seed, limit)
     exact = style == "exact"
     if not tgt.ok:
         message = describe_exception(tgt.error)
         if tgt.failure == FAILURE_UNSUPPORTED:
             return "target-unsupported", message
+        if tgt.failure == FAILURE_TIMEOUT:
+            message = f"the target {message}; the source took {src.seconds:.2g} s"
         check = COLLECTIVE_MISMATCH if tgt.failure == FAILURE_COLLECTIVE_MISMATCH \
             else TARGET_FAILS
         cex = Counterexample(check=check, topology=topology, inputs=inputs, style=style,
@@ -512,25 +562,28 @@ def check_modules(before: HloModule, after: HloModule,
                   trials: int = DEFAULT_TRIALS, seed: int = 0,
                   inputs: Sequence[Any] | None = None, contract: Any = compare.EXACT,
                   backend: str = "local", runner: Runner | None = None,
-                  minimize: bool = True, name: str | None = None) -> VerificationResult:
+                  minimize: bool = True, name: str | None = None,
+                  timeout: float | None = DEFAULT_TIMEOUT) -> VerificationResult:
     """Is ``after`` a correct replacement for ``before`` on every device of ``topologies``?
 
     ``topologies``: a Topology, an ``"RxP"`` string or a list of them (default: ``before``'s
     header). ``trials`` input sets per topology (styles cycle, see inputs.py), drawn from
     ``seed``; ``inputs`` (one value per parameter, ``shape`` or ``[D, *shape]``) replaces them.
-    An UNSOUND result is minimized (minimize.py) unless ``minimize`` is False.
+    An UNSOUND result is minimized (minimize.py) unless ``minimize`` is False. ``timeout``
+    bounds one execution of the source, in seconds (None: no bound).
     """
     contract = compare.contract_name(contract)
     topologies = normalize_topologies(topologies, before)
     result = VerificationResult(status=Status.CORRECT, name=name or before.name, source=before,
                                 target=after, topologies=topologies, contract=contract,
-                                trials=trials if inputs is None else 1, seed=seed)
+                                trials=trials if inputs is None else 1, seed=seed,
+                                timeout=timeout)
     if runner is None:
         try:
             runner = default_runner(backend)
         except InterpreterUnavailable as exc:
             return _set(result, Status.ERROR, NO_INTERPRETER, str(exc))
-    _verify(result, before, after, topologies, trials, seed, inputs, contract, runner)
+    _verify(result, before, after, topologies, trials, seed, inputs, contract, runner, timeout)
     cex = result.counterexample
     if cex is not None and cex.check != TARGET_MALFORMED:
         cex.source_path = path_to(before, cex.leaf)
@@ -555,7 +608,7 @@ def _set(result: VerificationResult, status: Status, line: str | None, detail: s
 
 def _verify(result: VerificationResult, before: HloModule, after: HloModule,
             topologies: list[Topology], trials: int, seed: int, inputs: Sequence[Any] | None,
-            contract: str, runner: Runner) -> None:
+            contract: str, runner: Runner, timeout: float | None) -> None:
     # Check 1, static: on every topology before anything runs.
     for topology in topologies:
         problem = _check_malformed(before, topology)
@@ -572,6 +625,7 @@ def _verify(result: VerificationResult, before: HloModule, after: HloModule,
             return
 
     undefined: list[str] = []
+    unfinished: list[str] = []
     reassociation: Counterexample | None = None
     for topology in topologies:
         plan = [("given", None)] if inputs is not None else \
@@ -580,12 +634,15 @@ def _verify(result: VerificationResult, before: HloModule, after: HloModule,
             values = stack_given_inputs(before, inputs, topology) if trial is None else \
                 generate_inputs(before, topology, seed=seed, trial=trial)
             kind, info = _compare_once(before, after, topology, values, style, contract, runner,
-                                       seed)
+                                       seed, timeout)
             if kind == "ok":
                 result.compared += 1
                 continue
             if kind == "source-ub":
                 undefined.append(f"topology {topology}, {style} inputs: {info}")
+                continue
+            if kind == "source-timeout":
+                unfinished.append(f"topology {topology}, {style} inputs: {info}")
                 continue
             if kind in ("source-unsupported", "target-unsupported"):
                 which = "source" if kind.startswith("source") else "target"
@@ -600,7 +657,7 @@ def _verify(result: VerificationResult, before: HloModule, after: HloModule,
             result.compared += 1
             if finding.check == VALUE_MISMATCH and style != "exact" and inputs is None:
                 replay = _replay_exact(before, after, topology, seed, trial, values, contract,
-                                       runner)
+                                       runner, timeout)
                 if replay is not None:
                     _set(result, Status.UNSOUND, replay.check, _summary(replay.counterexample),
                          replay.counterexample)
@@ -626,21 +683,27 @@ def _verify(result: VerificationResult, before: HloModule, after: HloModule,
             f"{cex.topology}), and the difference vanishes on exactly representable inputs: "
             "reassociation of a reduction whose order XLA leaves to the implementation, not a "
             "miscompile")
+    if unfinished:
+        result.warnings.append(
+            f"the source did not finish on {len(unfinished)} input set(s) (a loop that may not "
+            "end on such inputs); nothing to compare there: " + unfinished[0])
     if undefined:
         result.warnings.append(
             "the source has undefined behaviour (a collective mismatch) on "
             f"{len(undefined)} input set(s); any target refines it there: " + undefined[0])
         result.classification = result.classification or "source undefined"
-        if result.compared == 0:
-            _set(result, Status.FAILED_TO_PROVE, None,
-                 "the source is undefined on every input tried: nothing was compared")
-            return
+    if (undefined or unfinished) and result.compared == 0:
+        why = "undefined" if undefined and not unfinished else \
+            "unfinished" if not undefined else "undefined or unfinished"
+        _set(result, Status.FAILED_TO_PROVE, None,
+             f"the source is {why} on every input tried: nothing was compared")
+        return
     _set(result, Status.CORRECT, None, "")
 
 
 def _replay_exact(before: HloModule, after: HloModule, topology: Topology, seed: int,
                   trial: int | None, original: list, contract: str,
-                  runner: Runner) -> _TrialFinding | None:
+                  runner: Runner, timeout: float | None) -> _TrialFinding | None:
     """Look for a failure on exactly representable inputs: first the original inputs with
     every finite nonzero float made exact (special values kept in place), then fresh exact
     inputs. On these no summation order can round or overflow differently."""
@@ -650,7 +713,7 @@ def _replay_exact(before: HloModule, after: HloModule, topology: Topology, seed:
                    for k in range(EXACT_REPLAYS)]
     for values in candidates:
         kind, info = _compare_once(before, after, topology, values, "exact", contract, runner,
-                                   seed)
+                                   seed, timeout)
         if kind == "finding":
             return info
     return None
@@ -708,7 +771,8 @@ def check_pass(module: HloModule, passes: Any,
                topologies: Topology | str | Iterable[Topology | str] | None = None, *,
                trials: int = DEFAULT_TRIALS, seed: int = 0, inputs: Sequence[Any] | None = None,
                backend: str = "local", runner: Runner | None = None, minimize: bool = True,
-               name: str | None = None) -> VerificationResult:
+               name: str | None = None, timeout: float | None = DEFAULT_TIMEOUT
+               ) -> VerificationResult:
     """Run ``passes`` on a copy of ``module`` and check the result against ``module``.
 
     ``passes``: ``"a,b"``, a list of registry keys / class names / HloPass objects, or a
@@ -738,7 +802,7 @@ def check_pass(module: HloModule, passes: Any,
         return result
     result = check_modules(module, target, topologies, trials=trials, seed=seed, inputs=inputs,
                            contract=contract, backend=backend, runner=runner, minimize=False,
-                           name=name)
+                           name=name, timeout=timeout)
     result.passes = names
     result.rewrites = rewrites
     result.changed = True

@@ -122,7 +122,10 @@ def _draw(et: ElementType, shape: tuple[int, ...], rng: np.random.Generator,
                             style)
         imag = _draw_floats(ElementType.F32 if et.bits == 64 else ElementType.F64, shape, rng,
                             style)
-        return (real.astype(np.float64) + 1j * imag.astype(np.float64)).astype(dtype)
+        out = np.empty(shape, dtype=dtype)
+        out.real = real
+        out.imag = imag
+        return out
     return _draw_floats(et, shape, rng, style)
 
 

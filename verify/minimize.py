@@ -296,7 +296,8 @@ class _Minimizer:
         result = check_modules(before, after, [topology], trials=self.original.trials,
                                seed=self.original.seed, inputs=inputs,
                                contract=self.original.contract, runner=self.runner,
-                               minimize=False, name=self.original.name)
+                               minimize=False, name=self.original.name,
+                               timeout=self.original.timeout)
         if result.status is not Status.UNSOUND or result.error_line != self.line:
             return None
         return _Case(before, after, topology, result)
