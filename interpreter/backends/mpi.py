@@ -115,7 +115,8 @@ def run_mpi(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] |
         except CollectiveMismatchError as error:
             transport.fail(error, exit_code=EXIT_MISMATCH)
         except Exception as error:  # noqa: BLE001 - every rank must end with the same error
-            transport.fail(error, exit_code=exit_code_for(error))
+            # Bad input, an op we cannot run, our own bug: exit code 2, as `neuron-sim run`.
+            transport.fail(error, exit_code=EXIT_INTERNAL)
     except MpiRunError as error:
         error.clean_shutdown = control.conclude(error, report)
         raise
@@ -145,11 +146,6 @@ def _wait_for_every_rank(world: Any, timeout: float | None,
                                "keeps the others waiting", EXIT_TIMEOUT))
             exit_process(EXIT_TIMEOUT, clean=False)
         time.sleep(0.001)
-
-
-def exit_code_for(error: BaseException) -> int:
-    """The exit code the CLI gives ``error`` (bad input, our limits and bugs alike: 2)."""
-    return EXIT_INTERNAL
 
 
 def _arguments(module: HloModule, topology: Topology, inputs, seed, devices, draw_inputs):

@@ -50,7 +50,6 @@ __all__ = [
 
 TAG_ARRIVAL = 101
 TAG_ABORT = 102
-TAG_EXIT = 103
 
 EXIT_MISMATCH = 1  # the program is wrong for this topology: the check found a problem
 EXIT_TIMEOUT = 1
