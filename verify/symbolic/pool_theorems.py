@@ -12,8 +12,10 @@ The model, for symbolic G (groups), g (group width), s (shard length) and a devi
   (FlattenedID, so groups name partitions) — the form of the seed's examples and of JAX;
 * layouts: *contiguous* groups ``{k*g .. k*g+g-1}`` and *strided* groups ``{k, k+G, k+2G, ...}``;
   a device is named by its group k and position j, so its partition is ``k*g + j`` or ``k + G*j``;
-* ``1 <= G, g``; ``G*g <= max_devices`` (4096); ``1 <= s``; ``g*s <= 2^31 - 1`` (the sliced
-  extent fits the s32 indices the matcher requires);
+* ``1 <= G``; ``2 <= g`` (the matcher's 1-D shard check and ``g*s == extent`` rule out g = 1:
+  a slice of the whole extent differs from its operand in no dimension); ``G*g <= max_devices``
+  (4096); ``1 <= s``; ``g*s <= 2^31 - 1`` (the sliced extent fits the s32 indices the matcher
+  requires);
 * the pool holds ``POOL[a*g + b]`` = ``a*g + b`` / ``s*b`` / ``b`` (0 <= b < g), as the builders
   lay it out; the device at partition p reads ``clamp(s32(s * POOL[p]), 0, (g-1)*s)`` — s32
   wraparound and dynamic-slice's clamp exactly; the pool's own dynamic-slice clamp never moves
@@ -88,7 +90,7 @@ class IntModel:
 
     def domain(self) -> list[z3.BoolRef]:
         G, g, s = self.G, self.g, self.s
-        return [G >= 1, g >= 1, G * g <= self.max_devices, s >= 1, g * s <= INT32_MAX]
+        return [G >= 1, g >= 2, G * g <= self.max_devices, s >= 1, g * s <= INT32_MAX]
 
     def is_device(self, k: z3.ArithRef, j: z3.ArithRef) -> z3.BoolRef:
         return z3.And(k >= 0, k < self.G, j >= 0, j < self.g)
@@ -161,7 +163,7 @@ class BitVecModel:
     def domain(self) -> list[z3.BoolRef]:
         G, g, s = self.G, self.g, self.s
         devices = z3.ZeroExt(self.ID_BITS, G) * z3.ZeroExt(self.ID_BITS, g)
-        return [z3.UGE(G, 1), z3.ULE(G, self.max_devices), z3.UGE(g, 1),
+        return [z3.UGE(G, 1), z3.ULE(G, self.max_devices), z3.UGE(g, 2),
                 z3.ULE(g, self.max_devices), z3.ULE(devices, self.max_devices),
                 z3.UGE(s, 1), z3.ULE(s, INT32_MAX),
                 z3.ULE(self.wide(g) * self.wide(s), INT32_MAX)]
@@ -305,7 +307,7 @@ def verdict(pool: str, layout: Layout, *, max_devices: int = MAX_DEVICES) -> Poo
     constraints, bad = m.mismatch(pool, layout, k, j, "device")
     facts = [*m.domain(), m.is_device(k, j), *constraints, bad]
     device = m.partition(layout, k, j)
-    bounds = ((m.G, 1, max_devices), (m.g, 1, max_devices), (m.s, 1, INT32_MAX),
+    bounds = ((m.G, 1, max_devices), (m.g, 2, max_devices), (m.s, 1, INT32_MAX),
               (device, 0, max_devices - 1))
     for term, low, high in bounds:
         smallest = _smallest(facts, term, low, high)
@@ -383,32 +385,36 @@ def _cases(*conditions: Callable[[IntModel], z3.BoolRef]) -> IntCondition:
 
 def _multiplied_one_group_cases(m: IntModel) -> tuple[list[z3.BoolRef], list[z3.BoolRef]]:
     side, square = m.square_s32()
-    return side, [m.g == 1, m.s == 1, z3.And(m.g == 2, square >= m.s)]
+    return side, [m.s == 1, z3.And(m.g == 2, square >= m.s)]
 
 
 def _multiplied_one_group(m: BitVecModel) -> z3.BoolRef:
-    return z3.Or(m.g == 1, m.s == 1, z3.And(m.g == 2, m.square_s32() >= m.wide(m.s)))
+    return z3.Or(m.s == 1, z3.And(m.g == 2, m.square_s32() >= m.wide(m.s)))
 
 
 def _at(group: int, position: int) -> WitnessDevice:
     return lambda m: (m.id_value(group), m.id_value(position))
 
 
+def _one_group(m: IntModel | BitVecModel) -> z3.BoolRef:
+    return m.G == 1
+
+
 CHARACTERIZATIONS: dict[tuple[str, Layout], Characterization] = {
     ("identity", Layout.CONTIGUOUS): Characterization(
-        "G == 1 or g == 1", _cases(lambda m: m.G == 1, lambda m: m.g == 1),
-        lambda m: z3.Or(m.G == 1, m.g == 1), _at(1, 0), "device g (position 0 of group 1)"),
+        "G == 1", _cases(_one_group), _one_group, _at(1, 0),
+        "device g (position 0 of group 1)"),
     ("identity", Layout.STRIDED): Characterization(
-        "G == 1 or g == 1", _cases(lambda m: m.G == 1, lambda m: m.g == 1),
-        lambda m: z3.Or(m.G == 1, m.g == 1), _at(1, 0), "device 1 (position 0 of group 1)"),
+        "G == 1", _cases(_one_group), _one_group, _at(1, 0),
+        "device 1 (position 0 of group 1)"),
     ("multiplied", Layout.CONTIGUOUS): Characterization(
-        "g == 1 or s == 1 or (g == 2 and s32(s*s) >= s)", _multiplied_one_group_cases,
+        "s == 1 or (g == 2 and s32(s*s) >= s)", _multiplied_one_group_cases,
         _multiplied_one_group, _at(0, 1), "device 1 (position 1 of group 0)"),
     ("multiplied", Layout.STRIDED): Characterization(
-        "g == 1 or (G == 1 and (s == 1 or (g == 2 and s32(s*s) >= s)))",
-        lambda m: (lambda side, cases: (side, [m.g == 1] + [z3.And(m.G == 1, c) for c in cases]))(
+        "G == 1 and (s == 1 or (g == 2 and s32(s*s) >= s))",
+        lambda m: (lambda side, cases: (side, [z3.And(m.G == 1, c) for c in cases]))(
             *_multiplied_one_group_cases(m)),
-        lambda m: z3.Or(m.g == 1, z3.And(m.G == 1, _multiplied_one_group(m))),
+        lambda m: z3.And(m.G == 1, _multiplied_one_group(m)),
         lambda m: (z3.If(z3.And(m.G != 1, m.square_s32() > 0), m.id_value(1), m.id_value(0)),
                    z3.If(z3.And(m.G != 1, m.square_s32() > 0), m.id_value(0), m.id_value(1))),
         "device 1 when G == 1 or s32(s*s) > 0, else device G (position 1 of group 0)"),
@@ -416,8 +422,8 @@ CHARACTERIZATIONS: dict[tuple[str, Layout], Characterization] = {
         "always", _cases(lambda m: z3.BoolVal(True)), lambda m: z3.BoolVal(True), _at(0, 0),
         "none"),
     ("repeated", Layout.STRIDED): Characterization(
-        "G == 1 or g == 1", _cases(lambda m: m.G == 1, lambda m: m.g == 1),
-        lambda m: z3.Or(m.G == 1, m.g == 1), _at(1, 0), "device 1 (position 0 of group 1)"),
+        "G == 1", _cases(_one_group), _one_group, _at(1, 0),
+        "device 1 (position 0 of group 1)"),
 }
 
 
