@@ -45,6 +45,14 @@ class ArDsIdiom:
     element_type: str = "s32"
     notes: dict = field(default_factory=dict, compare=False)
 
+    @property
+    def offset_type(self) -> str:
+        """The element type of %offset (all start indices of a dynamic-slice share it)."""
+        for line in self.offset_lines:
+            if line.startswith("%offset = "):
+                return line.split()[2].split("[")[0]
+        raise ValueError(f"idiom {self.name}: no line defines %offset")
+
     def _header(self) -> str:
         return (f"HloModule {self.name}, replica_count={self.replicas}, "
                 f"num_partitions={self.partitions}\n\n"
@@ -66,7 +74,7 @@ class ArDsIdiom:
     def _slice_lines(self, source: str) -> str:
         et, s, cols = self.element_type, self.slice_size, self.columns
         body = "".join(f"  {line}\n" for line in self.offset_lines)
-        return (body + "  %zero = s32[] constant(0)\n"
+        return (body + f"  %zero = {self.offset_type}[] constant(0)\n"
                 f"  ROOT %dynamic-slice = {et}[{s},{cols}]{{1,0}} dynamic-slice({source}, "
                 f"%offset, %zero), dynamic_slice_sizes={{{s},{cols}}}\n")
 
