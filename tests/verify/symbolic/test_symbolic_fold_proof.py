@@ -158,3 +158,14 @@ def test_multiple_groups_pool_form_is_understood():
     idiom = ArDsIdiom("pool", 1, 8, ((0, 1, 2, 3), (4, 5, 6, 7)), "flattened", 8, 2,
                       offset_pool([0, 1, 2, 3, 0, 1, 2, 3], 2, fused=True), fused=True)
     assert only_proof(parse_module(idiom.text())).status is Status.PROVEN
+
+
+@pytest.mark.parametrize("name", ["lowered_spmd_ar_ds_gspmd", "lowered_spmd_ar_ds_sdy"])
+def test_unoptimized_shard_map_pairs_are_proven_through_the_call(name):
+    """The lowered forms compute the offset as ((pid / 1) % 8) * 2 with the select guard,
+    inside the shard_map body computation; their header says one partition, so the topology
+    of the mesh (8 partitions) is given."""
+    module = parse_module_file(str(JAX / f"{name}.hlo"))
+    proof = only_proof(module, Topology(1, 8))
+    assert proof.pair.path[0].opcode.spelling == "call"
+    assert proof.status is Status.PROVEN, proof.describe()
