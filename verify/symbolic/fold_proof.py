@@ -211,11 +211,14 @@ def _smallest_device_model(solver: z3.Solver, device: DeviceCoordinates,
     low = 0  # every id below `low` is known not to be a witness
     while low < best:
         middle = (low + best) // 2
-        if solver.check(z3.ULE(flattened, middle)) == z3.sat:
+        result = solver.check(z3.ULE(flattened, middle))
+        if result == z3.sat:
             model = solver.model()
             best = model.eval(flattened, model_completion=True).as_long()
-        else:
+        elif result == z3.unsat:
             low = middle + 1
+        else:
+            break  # z3 gave up: keep the smallest witness found so far
     return model
 
 

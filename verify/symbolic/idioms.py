@@ -121,7 +121,7 @@ def coordinates(fused: bool) -> list[str]:
 
 def offset_id_times(slice_size: int, *, fused: bool = False, source: str = "partition-id",
                     index_type: str = "u32") -> tuple[str, ...]:
-    """``convert(id) * s`` — the seed's single-group form (with ``index_type`` u32: no convert)."""
+    """``convert(id) * s``: the seed's single-group form (``index_type`` u32: no convert)."""
     lines = coordinates(fused)
     if index_type == "u32":
         lines += [f"%s = u32[] constant({slice_size})",
