@@ -69,10 +69,10 @@ def run_command(args: argparse.Namespace) -> int:
     if inputs is None and args.seed is None and _has_array_parameters(module):
         raise UsageError(f"{args.module}: the entry computation has parameters; give "
                          "--inputs IN.npz or --seed S to draw them")
+    if args.output_per_rank and (args.backend != "mpi" or not args.output):
+        raise UsageError("--output-per-rank needs --backend mpi and -o OUT.npz")
     if args.backend == "mpi":
         return _run_mpi(args, module, topology, inputs)
-    if args.output_per_rank:
-        raise UsageError("--output-per-rank needs --backend mpi")
     from interpreter import CollectiveMismatchError, InputError, InterpreterError, execute
 
     try:

@@ -110,4 +110,8 @@ def is_user_error(exc: BaseException) -> bool:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the imported module's main, so that `python -m neuron_sim.cli` and the console script
+    # share one UsageError class with the command modules.
+    from neuron_sim.cli import main as _main
+
+    sys.exit(_main())

@@ -93,3 +93,13 @@ def test_console_script_runs_as_a_process():
     result = subprocess.run([sys.executable, "-m", "neuron_sim.cli", "--version"],
                             capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0 and result.stdout.strip() == f"neuron-sim {__version__}"
+
+
+def test_usage_errors_are_one_line_when_run_as_a_module(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "neuron_sim.cli", "run",
+         str(EXAMPLES / "delete_permute_real_all_reduce.hlo"), "--seed", "0", "--output-per-rank"],
+        capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 2
+    assert result.stderr.strip() == ("neuron-sim: error: --output-per-rank needs --backend mpi "
+                                     "and -o OUT.npz")
