@@ -13,8 +13,9 @@ SINGLE = "aws_neuron_rewrite_all_reduce_dynamic_slice"
 MATCH = str(fixture_path("ar_ds_single_group/match.hlo"))
 REWRITE_LINE = (f"{SINGLE}: %dynamic-slice -> %reduce-scatter (reduce-scatter, dimensions={{0}}, "
                 "replica_groups={{0,1,2,3}}, channel_id=5)")
+# The CLI also loads verify.symbolic, which registers the z3-proven fold.
 KEYS = ["aws_neuron_delete_permute", SINGLE, SINGLE + "_multiple_groups", "dce",
-        "delete_permute_guarded"]
+        "delete_permute_guarded", "rewrite_all_reduce_dynamic_slice_proven"]
 
 
 def test_opt_prints_the_rewritten_module_and_one_line_per_rewrite(capsys):
