@@ -21,6 +21,7 @@ import numpy as np
 from neuron_sim.commands import add_topology_arguments, load_module, topology_from_args
 from neuron_sim.hlo.ir import HloModule
 from neuron_sim.topology import Topology
+from verify.differential import DEFAULT_TIMEOUT, DEFAULT_TRIALS
 
 
 def topologies_from_args(args: argparse.Namespace, module: HloModule) -> list[Topology]:
@@ -76,7 +77,8 @@ def _verify(args: argparse.Namespace) -> int:
     topologies = topologies_from_args(args, before)
     inputs = load_inputs(args.inputs, before) if args.inputs else None
     options = dict(trials=args.trials, seed=args.seed, inputs=inputs, backend=args.backend,
-                   minimize=not args.no_minimize, name=args.modules[0])
+                   minimize=not args.no_minimize, name=args.modules[0],
+                   timeout=args.timeout if args.timeout > 0 else None)
     if args.passes:
         from passes.commands import parse_pass_list
         result = check_pass(before, parse_pass_list(args.passes), topologies, **options)
@@ -121,9 +123,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_topology_arguments(verify)
     verify.add_argument("--topology", action="append", metavar="RxP",
                         help="also verify on this topology (repeatable), e.g. --topology 2x2")
-    verify.add_argument("--trials", type=int, default=5, metavar="N",
-                        help="input sets per topology (default 5; their styles cycle through "
-                             "distinct, exact, signed zeros/infinities, NaN, boundary values)")
+    verify.add_argument("--trials", type=int, default=DEFAULT_TRIALS, metavar="N",
+                        help=f"input sets per topology (default {DEFAULT_TRIALS}, one of each "
+                             "style: distinct per device with ties, exactly representable, the "
+                             "module's constants, signed zeros and infinities, NaN, extremes)")
     verify.add_argument("--seed", type=int, default=0, metavar="S",
                         help="seed of the input generator (default 0)")
     verify.add_argument("--inputs", metavar="IN.npz",
@@ -131,6 +134,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     verify.add_argument("--contract", default="exact",
                         choices=("exact", "refinement", "changes-results"),
                         help="comparison for BEFORE/AFTER (with --passes: the passes' contract)")
+    verify.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                        help=f"time limit of one execution of the source (default "
+                             f"{DEFAULT_TIMEOUT:g}); a source that runs longer is not compared "
+                             "on that input")
     verify.add_argument("--backend", default="local", choices=("local", "mpi"),
                         help="interpreter backend (default local)")
     verify.add_argument("--no-minimize", action="store_true",
@@ -147,6 +154,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "single-group fold, contiguous and strided multiple-groups fold, "
                     "DeletePermute on singleton and real groups) and explain each verdict. Exit "
                     "code 0 if every verdict is the documented one.")
-    demo.add_argument("--trials", type=int, default=5, metavar="N", help=argparse.SUPPRESS)
+    demo.add_argument("--trials", type=int, default=DEFAULT_TRIALS, metavar="N",
+                      help=argparse.SUPPRESS)
     demo.add_argument("--seed", type=int, default=0, metavar="S", help=argparse.SUPPRESS)
     demo.set_defaults(handler=_demo)

@@ -52,7 +52,7 @@ from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import Shape
 from neuron_sim.topology import Topology
 from verify import compare
-from verify.inputs import InputValue, exact_counterpart, generate_inputs, style_of_trial
+from verify.inputs import STYLES, InputValue, exact_counterpart, generate_inputs, style_of_trial
 
 # --------------------------------------------------------------------------------------------
 # Statuses and the exact ERROR lines (tests match them).
@@ -81,7 +81,7 @@ NO_INTERPRETER = "ERROR: Interpreter unavailable"
 
 UNSOUND_CHECKS = (TARGET_MALFORMED, TARGET_FAILS, COLLECTIVE_MISMATCH, VALUE_MISMATCH)
 
-DEFAULT_TRIALS = 5
+DEFAULT_TRIALS = len(STYLES)  # one input set of each style
 DEFAULT_TIMEOUT = 30.0      # seconds one execution of the source may take
 TARGET_SLOWDOWN = 20.0      # the target may take this many times the source's time
 EXACT_REPLAYS = 3

@@ -7,10 +7,13 @@ NaN, an infinity or an integer boundary is invisible on generic random data, so 
 cycle through *styles* that put those values in:
 
 =============  =============================================================================
-``distinct``   finite values, different on every device, with deliberate ties
+``distinct``   finite values, different on every device, with deliberate ties and near ties
+               (one-ulp neighbours)
 ``exact``      exactly representable small values (multiples of 1/4, or integers for narrow
                floats): sums and products of a few of them are exact in any order, so a
                difference seen on them cannot be rounding or reassociation
+``constants``  the module's own constants and their neighbours (one ulp, or one, away):
+               ``x < 5`` and ``x <= 5`` differ only at 5, a bound only matters at the bound
 ``signed``     ``distinct`` plus negative and positive zeros and infinities
 ``nan``        ``distinct`` plus one NaN on one device per array
 ``boundary``   ``distinct`` plus the type's extremes (INT_MIN, INT_MAX, -1, 0, lowest and
@@ -38,7 +41,7 @@ from neuron_sim.hlo.ir import HloInstruction, HloModule
 from neuron_sim.hlo.shapes import ArrayShape, Shape
 from neuron_sim.topology import Topology
 
-STYLES = ("distinct", "exact", "signed", "nan", "boundary")
+STYLES = ("distinct", "exact", "constants", "signed", "nan", "boundary")
 """Trial ``t`` uses ``STYLES[t % len(STYLES)]``."""
 
 InputValue = Any  # np.ndarray for an array parameter, tuple of them for a tuple parameter
@@ -78,27 +81,54 @@ def generate_inputs(module: HloModule, topology: Topology, *, seed: int = 0,
     if style not in STYLES:
         raise ValueError(f"unknown input style {style!r}; styles are {', '.join(STYLES)}")
     rng = np.random.default_rng([seed, trial, STYLES.index(style)])
+    dictionary = module_constants(module) if style == "constants" else ()
     values: list[InputValue] = []
     for param in module.entry.parameters:
         replicated = parameter_replication(param)
         leaves = list(param.shape.leaves())
         arrays = tuple(None if leaf.is_token else
-                       leaf_values(leaf, topology.num_devices, rng, style, replicated=rep)
+                       leaf_values(leaf, topology.num_devices, rng, style, replicated=rep,
+                                   dictionary=dictionary)
                        for leaf, rep in zip(leaves, replicated))
         values.append(arrays if param.shape.is_tuple else arrays[0])
     return values
 
 
+def module_constants(module: HloModule, limit: int = 64) -> tuple[float, ...]:
+    """The distinct finite numbers the module's constants hold (the first ``limit``)."""
+    from neuron_sim.hlo.opcodes import Opcode
+
+    found: dict[float, None] = {}
+    for inst in module.instructions():
+        if inst.opcode is not Opcode.CONSTANT or inst.literal is None or inst.literal.is_elided \
+                or not isinstance(inst.shape, ArrayShape) or not inst.shape.is_array \
+                or inst.shape.element_type.kind is Kind.COMPLEX:
+            continue
+        try:
+            flat = np.asarray(inst.literal.value).reshape(-1)[:limit]
+            numbers = flat.astype(np.float64)
+        except (TypeError, ValueError, OverflowError, ArithmeticError):
+            continue
+        for number in numbers:
+            if np.isfinite(number):
+                found.setdefault(float(number), None)
+        if len(found) >= limit:
+            break
+    return tuple(list(found)[:limit])
+
+
 def leaf_values(shape: ArrayShape, num_devices: int, rng: np.random.Generator, style: str, *,
-                replicated: bool = False) -> np.ndarray:
+                replicated: bool = False, dictionary: Sequence[float] = ()) -> np.ndarray:
     """A ``[D, *dims]`` array of ``shape``'s element type in ``style``; identical rows if
-    ``replicated``."""
+    ``replicated``. The ``constants`` style draws from ``dictionary`` (and neighbours)."""
     et = shape.element_type
     dims = tuple(shape.dims)
     if et.kind in (Kind.TOKEN, Kind.OPAQUE):
         raise ValueError(f"cannot generate values for a {et.spelling} parameter")
     rows = 1 if replicated else num_devices
     base = _draw(et, (rows, *dims), rng, style)
+    if style == "constants" and dictionary and et.kind in (Kind.SIGNED, Kind.UNSIGNED, Kind.FLOAT):
+        _use_dictionary(base, et, rng, dictionary)
     if not replicated:
         _make_rows_distinct(base, et, rng, style)
     if replicated:
@@ -181,6 +211,11 @@ def _draw_floats(et: ElementType, shape: tuple[int, ...], rng: np.random.Generat
         targets = rng.choice(flat.size, size=count, replace=False)
         sources = rng.integers(0, flat.size, size=count)
         flat[targets] = flat[sources]
+        # Near ties: an eighth of the elements sit one ulp from another element.
+        count = max(1, flat.size // 8)
+        near = rng.choice(flat.size, size=count, replace=False)
+        flat[near] = _ulp_neighbours(flat[rng.integers(0, flat.size, size=count)],
+                                     int(rng.choice([-1, 1])))
     if style == "signed":
         specials = [-0.0, 0.0, -0.0]
         if _has_infinity(dtype):
@@ -233,6 +268,54 @@ def _place_each(values: np.ndarray, rng: np.random.Generator, choices: Sequence[
     with np.errstate(over="ignore", invalid="ignore"):
         for position, pick in zip(where, rng.permutation(len(choices))[:count]):
             flat[position] = choices[pick]
+
+
+def _use_dictionary(values: np.ndarray, et: ElementType, rng: np.random.Generator,
+                    dictionary: Sequence[float]) -> None:
+    """Replace about half of the elements by constants of the module or their neighbours."""
+    flat = values.reshape(-1)
+    if not flat.size:
+        return
+    candidates: list[Any] = []
+    if et.is_integral:
+        low, high = _integer_range(et)
+        for number in dictionary:
+            base = int(np.clip(np.trunc(number), low, high))
+            candidates += [v for v in (base - 1, base, base + 1) if low <= v <= high]
+    else:
+        dtype = et.numpy_dtype
+        with np.errstate(over="ignore", invalid="ignore"):
+            exact = np.array(dictionary, dtype=np.float64).astype(dtype)
+        exact = exact[np.isfinite(exact.astype(np.float64))]
+        candidates = list(exact) + list(_ulp_neighbours(exact, +1)) + \
+            list(_ulp_neighbours(exact, -1))
+    if not candidates:
+        return
+    count = max(1, flat.size // 2)
+    where = rng.choice(flat.size, size=count, replace=False)
+    picks = rng.integers(0, len(candidates), size=count)
+    for position, pick in zip(where, picks):
+        flat[position] = candidates[pick]
+    _place_each(flat, rng, candidates[:min(len(candidates), max(1, flat.size // 2))])
+
+
+def _ulp_neighbours(values: np.ndarray, direction: int) -> np.ndarray:
+    """Each value moved one ulp up (+1) or down (-1), in its own float type."""
+    values = np.ascontiguousarray(values)
+    if values.size == 0:
+        return values
+    unsigned = np.dtype(f"u{values.dtype.itemsize}")
+    bits = values.view(unsigned).copy()
+    negative = np.signbit(values.astype(np.float64))
+    away = (direction > 0) != negative          # moving away from zero adds to the magnitude
+    zero = values.astype(np.float64) == 0
+    step = np.where(away | zero, 1, -1).astype(np.int64)
+    moved = (bits.astype(np.int64) + step).astype(unsigned)
+    out = moved.view(values.dtype).copy()
+    sign_bit = np.array(1 << (8 * values.dtype.itemsize - 1), dtype=np.uint64).astype(unsigned)
+    out_bits = out.view(unsigned)   # from either zero: the smallest subnormal of that side
+    out_bits[zero] = 1 if direction > 0 else (np.array(1, dtype=unsigned) | sign_bit)
+    return out
 
 
 def _make_rows_distinct(values: np.ndarray, et: ElementType, rng: np.random.Generator,

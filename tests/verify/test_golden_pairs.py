@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from verify.differential import Status, check_modules
+from verify.differential import DEFAULT_TRIALS, Status, check_modules
 from verify.report import read_pair_file
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "verify"
@@ -20,7 +20,7 @@ def verify_pair(path: Path, **options):
     before, after, header = read_pair_file(path)
     topologies = header.get("topologies", "").split() or None
     result = check_modules(before, after, topologies, contract=header.get("contract", "exact"),
-                           trials=int(header.get("trials", 5)), **options)
+                           trials=int(header.get("trials", DEFAULT_TRIALS)), **options)
     return result, header
 
 
