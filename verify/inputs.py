@@ -174,6 +174,8 @@ def _draw_integers(et: ElementType, shape: tuple[int, ...], rng: np.random.Gener
     small_low, small_high = max(low, -8), min(high, 15 if not et.is_signed else 8)
     work = np.uint64 if high > np.iinfo(np.int64).max else np.int64
     values = rng.integers(small_low, small_high + 1, size=shape).astype(work)
+    # Indices and counts meet their edge cases at 0 and +-1: make those common.
+    _sprinkle(values, rng, [v for v in (0, 1, -1) if low <= v <= high], fraction=0.2)
     if style == "boundary" and values.size:
         extremes = sorted({low, high, max(low, -1), 0, min(high, 1), low + 1, high - 1})
         _sprinkle(values, rng, extremes, fraction=0.25)
@@ -296,7 +298,6 @@ def _use_dictionary(values: np.ndarray, et: ElementType, rng: np.random.Generato
     picks = rng.integers(0, len(candidates), size=count)
     for position, pick in zip(where, picks):
         flat[position] = candidates[pick]
-    _place_each(flat, rng, candidates[:min(len(candidates), max(1, flat.size // 2))])
 
 
 def _ulp_neighbours(values: np.ndarray, direction: int) -> np.ndarray:

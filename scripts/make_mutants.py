@@ -1,0 +1,655 @@
+"""Positive control for the verifier: mutants of correct targets must be reported UNSOUND.
+
+A verifier that says CORRECT to everything passes every self-check. This script takes pairs whose
+target is known to be correct — the corrected golden pairs in tests/data/verify, the seed passes'
+sound rewrites of the bundled examples, and every runnable module of the JAX corpus and the
+checker fixtures (checked against itself) — and breaks each target in small, meaning-changing
+ways:
+
+=====================  =========================================================================
+``constant-ulp``       one element of a constant moves by one ulp (integers by one, pred flips)
+``swap-operands``      the operands of a non-commutative op trade places (subtract, divide,
+                       compare, shifts, select's branches, concatenate, dot, clamp's bounds)
+``reorder-group``      the first two members of an all-gather / reduce-scatter / all-to-all
+                       group trade places
+``drop-pair``          one source-target pair of a collective-permute disappears
+``scatter-dimension``  the dimension an all-to-all splits, or a reduce-scatter / all-gather
+                       scatters along, changes (the result shape follows)
+``flip-comparison``    a compare's direction is mirrored (LT<->GT, LE<->GE, EQ<->NE)
+=====================  =========================================================================
+
+Every mutant is verified against the unmutated source. A mutant that is not UNSOUND is either
+equivalent — and the script says why (the mutated instruction does not reach the output, the
+swapped operands are equal, a convert absorbs the ulp...) — or a miss of the verifier, listed as
+unexplained. The fraction caught is printed; ``--json`` gives every mutant's verdict.
+
+    PYTHONPATH=. python scripts/make_mutants.py                 # all mutants (a few minutes)
+    PYTHONPATH=. python scripts/make_mutants.py --limit 60      # an evenly spread sample
+    PYTHONPATH=. python scripts/make_mutants.py --write DIR     # also write the mutant pairs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+import ml_dtypes
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from neuron_sim.hlo import parse_module_file  # noqa: E402
+from neuron_sim.hlo.dtypes import ElementType  # noqa: E402
+from neuron_sim.hlo.ir import HloInstruction, HloModule  # noqa: E402
+from neuron_sim.hlo.literals import Literal  # noqa: E402
+from neuron_sim.hlo.opcodes import Opcode  # noqa: E402
+from neuron_sim.hlo.replica_groups import ReplicaGroups, SourceTargetPairs  # noqa: E402
+from neuron_sim.hlo.shapes import ArrayShape  # noqa: E402
+from neuron_sim.topology import GroupMode, Topology, group_mode  # noqa: E402
+
+OPERATORS = ("constant-ulp", "swap-operands", "reorder-group", "drop-pair",
+             "scatter-dimension", "flip-comparison")
+PER_OPERATOR = 3          # mutants per operator per base pair (the first sites in post order)
+
+NON_COMMUTATIVE = {Opcode.SUBTRACT, Opcode.DIVIDE, Opcode.REMAINDER, Opcode.POWER,
+                   Opcode.ATAN2, Opcode.SHIFT_LEFT, Opcode.SHIFT_RIGHT_ARITHMETIC,
+                   Opcode.SHIFT_RIGHT_LOGICAL, Opcode.COMPARE, Opcode.CONCATENATE, Opcode.DOT,
+                   Opcode.SELECT, Opcode.CLAMP}
+MIRRORED = {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE", "EQ": "NE", "NE": "EQ"}
+POSITIONAL = {Opcode.ALL_GATHER, Opcode.ALL_GATHER_START, Opcode.REDUCE_SCATTER,
+              Opcode.ALL_TO_ALL}
+PERMUTES = {Opcode.COLLECTIVE_PERMUTE, Opcode.COLLECTIVE_PERMUTE_START}
+
+
+@dataclass
+class BasePair:
+    name: str
+    before: HloModule
+    after: HloModule
+    topologies: list[str] | None = None
+
+
+@dataclass
+class Mutant:
+    id: str
+    base: str
+    operator: str
+    instruction: str
+    description: str
+    before: HloModule
+    after: HloModule
+    topologies: list[str] | None = None
+    base_after: HloModule | None = None      # the unmutated target
+
+
+@dataclass
+class Verdict:
+    mutant: Mutant
+    status: str
+    error_line: str | None
+    reason: str | None = None           # why a surviving mutant is equivalent
+    seconds: float = 0.0
+    detail: str = ""
+
+    @property
+    def caught(self) -> bool:
+        return self.status == "UNSOUND"
+
+
+# --------------------------------------------------------------------------------------------
+# Correct pairs.
+
+
+def correct_pairs(root: Path = ROOT) -> list[BasePair]:
+    """Pairs whose target is known to be correct (each is re-verified before mutating)."""
+    from verify.report import read_pair_file
+
+    pairs: list[BasePair] = []
+    for path in sorted((root / "tests" / "data" / "verify").glob("*.hlo")):
+        before, after, header = read_pair_file(path)
+        if header.get("status") == "CORRECT" and header.get("contract", "exact") == "exact":
+            pairs.append(BasePair(f"verify/{path.stem}", before, after,
+                                  header.get("topologies", "").split() or None))
+    pairs.extend(_sound_pass_rewrites(root))
+    manifest = json.loads((root / "tests" / "data" / "jax" / "MANIFEST.json").read_text())
+    for entry in manifest:
+        if entry.get("runnable"):
+            module = parse_module_file(str(root / "tests" / "data" / "jax" / f"{entry['name']}.hlo"))
+            pairs.append(BasePair(f"jax/{entry['name']}", module, module.clone()))
+    for path in sorted((root / "tests" / "data" / "checker").glob("*.hlo")):
+        module = parse_module_file(str(path))
+        pairs.append(BasePair(f"checker/{path.stem}", module, module.clone()))
+    return pairs
+
+
+def _sound_pass_rewrites(root: Path) -> list[BasePair]:
+    from verify.differential import apply_passes, pass_list
+
+    cases = (("ar_ds_single_group_sorted", "aws_neuron_rewrite_all_reduce_dynamic_slice"),
+             ("ar_ds_multi_group_contiguous",
+              "aws_neuron_rewrite_all_reduce_dynamic_slice_multiple_groups"),
+             ("delete_permute_singleton_groups", "aws_neuron_delete_permute"))
+    pairs = []
+    for example, key in cases:
+        module = parse_module_file(str(root / "examples" / f"{example}.hlo"))
+        after, changed, _ = apply_passes(module, pass_list(key))
+        if changed:
+            pairs.append(BasePair(f"examples/{example}+{key}", module, after))
+    return pairs
+
+
+# --------------------------------------------------------------------------------------------
+# Mutation operators. Each yields (instruction name, description, edit) where edit mutates a
+# clone of the target in place; an edit that raises is skipped.
+
+Edit = Callable[[HloModule], None]
+
+
+def _instructions(module: HloModule) -> Iterator[HloInstruction]:
+    for comp in module.post_order_computations():
+        yield from comp.post_order()
+
+
+def _find(module: HloModule, computation: str, name: str) -> HloInstruction:
+    return module.computation(computation).instruction(name)
+
+
+def _one_ulp(value: np.ndarray, element_type: ElementType) -> np.ndarray | None:
+    """``value`` with its first element moved by one ulp (or by one, or flipped)."""
+    flat = np.array(value).reshape(-1).copy()
+    if flat.size == 0:
+        return None
+    if flat.dtype == np.bool_:
+        flat[0] = not flat[0]
+    elif element_type.is_integral:
+        info = ml_dtypes.iinfo(flat.dtype)
+        flat[0] = flat[0] + 1 if int(flat[0]) < int(info.max) else flat[0] - 1
+    elif flat.dtype.kind == "c":
+        flat[0] = complex(np.nextafter(flat[0].real, np.inf), flat[0].imag)
+    else:
+        wide = float(flat[0].astype(np.float64))
+        if not np.isfinite(wide):
+            return None
+        bits = flat[:1].view(np.dtype(f"u{flat.dtype.itemsize}"))
+        bits[0] += 1   # one ulp away from zero (or to the smallest subnormal)
+    return flat.reshape(np.shape(value))
+
+
+def constant_ulp(module: HloModule) -> Iterator[tuple[str, str, str, Edit]]:
+    for inst in _instructions(module):
+        if inst.opcode is not Opcode.CONSTANT or inst.literal is None or inst.literal.is_elided \
+                or not isinstance(inst.shape, ArrayShape) or not inst.shape.is_array:
+            continue
+        try:
+            value = np.asarray(inst.literal.value)
+        except Exception:  # noqa: BLE001 - a literal we cannot read is not mutated
+            continue
+        new = _one_ulp(value, inst.shape.element_type)
+        if new is None:
+            continue
+        comp, name, shape = inst.parent.name, inst.name, inst.shape
+
+        def edit(m: HloModule, comp=comp, name=name, shape=shape, new=new) -> None:
+            _find(m, comp, name).literal = Literal.from_array(shape, new)
+
+        old_text = inst.literal.text if len(inst.literal.text) < 40 else "..."
+        yield comp, name, f"%{name} = constant({old_text}): first element moved by one ulp", edit
+
+
+def swap_operands(module: HloModule) -> Iterator[tuple[str, str, str, Edit]]:
+    for inst in _instructions(module):
+        if inst.opcode not in NON_COMMUTATIVE:
+            continue
+        if inst.opcode is Opcode.COMPARE and inst.get("direction") in ("EQ", "NE"):
+            continue
+        i, j = (1, 2) if inst.opcode is Opcode.SELECT else (0, 2) \
+            if inst.opcode is Opcode.CLAMP else (0, 1)
+        if len(inst.operands) <= j or inst.operand(i) is inst.operand(j):
+            continue
+        if inst.operand(i).shape != inst.operand(j).shape:
+            continue
+        comp, name = inst.parent.name, inst.name
+
+        def edit(m: HloModule, comp=comp, name=name, i=i, j=j) -> None:
+            target = _find(m, comp, name)
+            a, b = target.operand(i), target.operand(j)
+            target.set_operand(i, b)
+            target.set_operand(j, a)
+
+        yield comp, name, f"%{name} ({inst.opcode.spelling}): operands {i} and {j} swapped", edit
+
+
+def _explicit_groups(inst: HloInstruction, topology: Topology) -> list[list[int]] | None:
+    groups = inst.replica_groups
+    if groups is not None and groups.groups:
+        return [list(g) for g in groups.groups]
+    mode = group_mode(inst.opcode.spelling, inst.channel_id is not None,
+                      inst.use_global_device_ids)
+    count = {GroupMode.CROSS_PARTITION: topology.num_partitions,
+             GroupMode.FLATTENED_ID: topology.num_devices}.get(mode, topology.replica_count)
+    return [list(range(count))]
+
+
+def reorder_group(module: HloModule) -> Iterator[tuple[str, str, str, Edit]]:
+    topology = Topology(module.replica_count, module.num_partitions)
+    for inst in _instructions(module):
+        if inst.opcode not in POSITIONAL:
+            continue
+        groups = _explicit_groups(inst, topology)
+        if not groups or len(groups[0]) < 2:
+            continue
+        groups[0][0], groups[0][1] = groups[0][1], groups[0][0]
+        new = ReplicaGroups.explicit(groups)
+        comp, name = inst.parent.name, inst.name
+
+        def edit(m: HloModule, comp=comp, name=name, new=new) -> None:
+            _find(m, comp, name).set_attr("replica_groups", new)
+
+        yield comp, name, f"%{name}: groups reordered to {new.to_text()}", edit
+
+
+def drop_pair(module: HloModule) -> Iterator[tuple[str, str, str, Edit]]:
+    for inst in _instructions(module):
+        if inst.opcode not in PERMUTES:
+            continue
+        pairs = inst.get("source_target_pairs")
+        if pairs is None or not pairs.pairs:
+            continue
+        for k, pair in enumerate(pairs.pairs):
+            new = SourceTargetPairs(pairs.pairs[:k] + pairs.pairs[k + 1:])
+            comp, name = inst.parent.name, inst.name
+
+            def edit(m: HloModule, comp=comp, name=name, new=new) -> None:
+                _find(m, comp, name).set_attr("source_target_pairs", new)
+
+            yield comp, name, f"%{name}: pair {{{pair[0]},{pair[1]}}} dropped", edit
+
+
+def scatter_dimension(module: HloModule) -> Iterator[tuple[str, str, str, Edit]]:
+    for inst in _instructions(module):
+        if inst.opcode not in (Opcode.ALL_TO_ALL, Opcode.REDUCE_SCATTER, Opcode.ALL_GATHER) \
+                or len(inst.dimensions) != 1 or inst.shape.is_tuple:
+            continue
+        operand_dims = list(inst.operand(0).shape.dims)
+        d = inst.dimensions[0]
+        if operand_dims[d] == inst.shape.dims[d] and inst.opcode is not Opcode.ALL_TO_ALL:
+            continue
+        factor = (operand_dims[d] // inst.shape.dims[d]) if inst.opcode is Opcode.REDUCE_SCATTER \
+            else (inst.shape.dims[d] // max(1, operand_dims[d]))
+        for other in range(len(operand_dims)):
+            if other == d:
+                continue
+            dims = list(operand_dims)
+            if inst.opcode is Opcode.REDUCE_SCATTER:
+                if dims[other] % factor:
+                    continue
+                dims[other] //= factor
+            elif inst.opcode is Opcode.ALL_GATHER:
+                dims[other] *= factor
+            new_shape = inst.shape.with_dims(tuple(dims))
+            comp, name = inst.parent.name, inst.name
+
+            def edit(m: HloModule, comp=comp, name=name, other=other, new_shape=new_shape) -> None:
+                target = _find(m, comp, name)
+                target.set_attr("dimensions", (other,))
+                target.shape = new_shape
+
+            yield comp, name, f"%{name}: dimensions={{{d}}} -> {{{other}}}", edit
+            break
+
+
+def flip_comparison(module: HloModule) -> Iterator[tuple[str, str, str, Edit]]:
+    for inst in _instructions(module):
+        if inst.opcode is not Opcode.COMPARE or inst.get("direction") not in MIRRORED:
+            continue
+        new = MIRRORED[inst.get("direction")]
+        comp, name = inst.parent.name, inst.name
+
+        def edit(m: HloModule, comp=comp, name=name, new=new) -> None:
+            _find(m, comp, name).set_attr("direction", new)
+
+        yield comp, name, f"%{name}: direction={inst.get('direction')} -> {new}", edit
+
+
+GENERATORS = {"constant-ulp": constant_ulp, "swap-operands": swap_operands,
+              "reorder-group": reorder_group, "drop-pair": drop_pair,
+              "scatter-dimension": scatter_dimension, "flip-comparison": flip_comparison}
+
+
+def mutants_of(base: BasePair, per_operator: int = PER_OPERATOR) -> Iterator[Mutant]:
+    for operator in OPERATORS:
+        made = 0
+        sites: dict[str, int] = {}
+        for comp, name, description, edit in GENERATORS[operator](base.after):
+            if made >= per_operator:
+                break
+            after = base.after.clone()
+            try:
+                edit(after)
+            except Exception:  # noqa: BLE001 - an edit the IR refuses makes no mutant
+                continue
+            made += 1
+            site = f"{comp}/{name}"
+            sites[site] = sites.get(site, 0) + 1
+            suffix = f"#{sites[site]}" if sites[site] > 1 else ""
+            yield Mutant(f"{base.name}:{operator}:{site}{suffix}", base.name, operator, name,
+                         description, base.before, after, base.topologies, base.after)
+
+
+# --------------------------------------------------------------------------------------------
+# Why a surviving mutant is equivalent.
+
+
+def _reaches_root(module: HloModule, name: str) -> bool:
+    """Does instruction ``name`` (in any computation) influence the entry's root?"""
+    callers = module.callers()
+    targets = [inst for inst in module.instructions() if inst.name == name]
+    frontier = list(targets)
+    seen: set[HloInstruction] = set()
+    while frontier:
+        inst = frontier.pop()
+        if inst in seen:
+            continue
+        seen.add(inst)
+        if inst.parent is module.entry and inst is module.entry.root:
+            return True
+        frontier.extend(inst.users)
+        if inst.parent is not None and inst is inst.parent.root:
+            frontier.extend(callers.get(inst.parent, []))
+    return False
+
+
+def _same_value(a: HloInstruction, b: HloInstruction) -> bool:
+    if a.opcode is Opcode.CONSTANT and b.opcode is Opcode.CONSTANT and a.literal and b.literal:
+        try:
+            return a.shape == b.shape and np.array_equal(np.asarray(a.literal.value),
+                                                         np.asarray(b.literal.value))
+        except Exception:  # noqa: BLE001
+            return False
+    if a.opcode is b.opcode and a.opcode is not Opcode.PARAMETER and \
+            len(a.operands) == len(b.operands) and a.attrs == b.attrs and a.shape == b.shape:
+        return all(x is y or _same_value(x, y) for x, y in zip(a.operands, b.operands))
+    return False
+
+
+def _device_invariant(inst: HloInstruction, depth: int = 0) -> bool:
+    """True if ``inst`` computes the same value on every device (no parameters, ids or
+    collectives below it)."""
+    if depth > 64:
+        return False
+    if inst.opcode in (Opcode.PARAMETER, Opcode.PARTITION_ID, Opcode.REPLICA_ID,
+                       Opcode.RNG, Opcode.RNG_BIT_GENERATOR) or inst.opcode.is_collective:
+        return False
+    return all(_device_invariant(o, depth + 1) for o in inst.operands)
+
+
+def _depends_only_on_ids(inst: HloInstruction, callers: dict, seen: set | None = None) -> bool:
+    """True if ``inst`` is a function of constants, iota and device ids alone (through fusion and
+    call parameters) — no entry parameter, no collective, no randomness."""
+    seen = set() if seen is None else seen
+    if inst in seen:
+        return True
+    seen.add(inst)
+    if inst.opcode in (Opcode.RNG, Opcode.RNG_BIT_GENERATOR, Opcode.RNG_GET_AND_UPDATE_STATE) \
+            or inst.opcode.is_collective:
+        return False
+    if inst.opcode is Opcode.PARAMETER:
+        comp = inst.parent
+        users = callers.get(comp, [])
+        if comp is None or not users:
+            return False
+        for caller in users:
+            if caller.opcode not in (Opcode.FUSION, Opcode.CALL) or \
+                    caller.parent is None:
+                return False
+            if not _depends_only_on_ids(caller.operand(inst.parameter_number), callers, seen):
+                return False
+        return True
+    return all(_depends_only_on_ids(o, callers, seen) for o in inst.operands)
+
+
+def _entry_ancestors(module: HloModule, inst: HloInstruction) -> list[HloInstruction] | None:
+    """The entry instructions through which ``inst`` can affect anything (itself if it is in the
+    entry computation; the fusions / calls that call its computation otherwise)."""
+    callers = module.callers()
+    found: list[HloInstruction] = []
+    frontier = [inst]
+    seen: set[HloInstruction] = set()
+    while frontier:
+        node = frontier.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if node.parent is module.entry:
+            found.append(node)
+            continue
+        users = callers.get(node.parent, [])
+        if not users or any(u.opcode not in (Opcode.FUSION, Opcode.CALL) for u in users):
+            return None
+        frontier.extend(users)
+    return found
+
+
+def _same_on_every_device(mutant: Mutant, target: HloInstruction) -> str | None:
+    """A proof of equivalence where one exists cheaply: every entry instruction through which
+    the mutation acts depends only on constants and device ids, and computes bit for bit the
+    same value before and after the mutation on every device (so on its whole domain)."""
+    import interpreter
+    from verify.compare import equal_mask
+    from verify.inputs import generate_inputs
+
+    base_after = mutant.base_after
+    ancestors = _entry_ancestors(mutant.after, target)
+    if not ancestors or base_after is None:
+        return None
+    callers = mutant.after.callers()
+    if not all(_depends_only_on_ids(a, callers) for a in ancestors):
+        return None
+    topologies = [Topology.parse(t) for t in mutant.topologies] if mutant.topologies else \
+        [Topology(mutant.after.replica_count, mutant.after.num_partitions)]
+    for topology in topologies:
+        inputs = generate_inputs(mutant.after, topology, seed=0)
+        for ancestor in ancestors:
+            values = []
+            for module in (base_after, mutant.after):
+                probe = module.clone()
+                probe.entry.root = probe.entry.instruction(ancestor.name)
+                try:
+                    values.append(interpreter.run(probe, inputs, topology=topology, seed=0))
+                except Exception:  # noqa: BLE001 - no proof
+                    return None
+            if len(values[0]) != len(values[1]) or not all(
+                    a.shape == b.shape and equal_mask(a, b).all()
+                    for a, b in zip(values[0], values[1])):
+                return None
+    names = ", ".join(f"%{a.name}" for a in ancestors)
+    return (f"the mutation acts only through {names}, a function of constants and device ids "
+            "alone that computes the same value before and after on every device")
+
+
+def equivalence_reason(mutant: Mutant) -> str | None:
+    """Why the mutant cannot change the result, when the script can tell; None otherwise."""
+    module = mutant.after
+    target = next((i for i in module.instructions() if i.name == mutant.instruction), None)
+    if target is None:
+        return None
+    if not _reaches_root(module, mutant.instruction):
+        return f"%{mutant.instruction} does not reach the output (dead code)"
+    proof = _same_on_every_device(mutant, target)
+    if proof is not None:
+        return proof
+    if mutant.operator == "swap-operands":
+        i, j = (1, 2) if target.opcode is Opcode.SELECT else (0, 2) \
+            if target.opcode is Opcode.CLAMP else (0, 1)
+        if _same_value(target.operand(i), target.operand(j)):
+            return "the swapped operands compute the same value"
+        if target.opcode is Opcode.SELECT and _device_invariant(target.operand(0)):
+            pred = target.operand(0)
+            if pred.opcode is Opcode.BROADCAST and pred.operand(0).opcode is Opcode.CONSTANT \
+                    or pred.opcode is Opcode.CONSTANT:
+                return None
+    if mutant.operator == "constant-ulp":
+        users = list(target.users)
+        if users and all(u.opcode is Opcode.CONVERT and
+                         u.shape.element_type.bits < target.shape.element_type.bits
+                         for u in users):
+            return "every user converts the constant to a narrower type, which absorbs one ulp"
+    if mutant.operator in ("reorder-group", "scatter-dimension") and \
+            _device_invariant(target.operand(0)) and mutant.operator == "reorder-group":
+        return "the operand is the same on every device, so group positions do not matter"
+    if mutant.operator == "drop-pair" and _device_invariant(target.operand(0)):
+        operand = target.operand(0)
+        if operand.opcode is Opcode.CONSTANT and operand.literal is not None and \
+                not np.any(np.asarray(operand.literal.value)):
+            return "the permuted value is zero, which is what a dropped target receives"
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Running.
+
+
+def verify_mutant(mutant: Mutant, trials: int, runner=None) -> Verdict:
+    from verify.differential import check_modules
+
+    start = time.perf_counter()
+    result = check_modules(mutant.before, mutant.after, mutant.topologies, trials=trials,
+                           minimize=False, runner=runner)
+    verdict = Verdict(mutant, result.status.value, result.error_line,
+                      seconds=time.perf_counter() - start, detail=result.detail)
+    if not verdict.caught:
+        verdict.reason = equivalence_reason(mutant)
+    return verdict
+
+
+def verified_bases(pairs: Sequence[BasePair], trials: int, runner=None
+                   ) -> tuple[list[BasePair], list[tuple[BasePair, str]]]:
+    """The pairs that verify CORRECT (mutating anything else proves nothing), and the rest."""
+    from verify.differential import check_modules
+
+    good, skipped = [], []
+    for pair in pairs:
+        result = check_modules(pair.before, pair.after, pair.topologies, trials=trials,
+                               minimize=False, runner=runner)
+        if result.status.value == "CORRECT":
+            good.append(pair)
+        else:
+            skipped.append((pair, f"{result.status.value}: {result.error_line or ''} "
+                                  f"{result.detail}".strip()))
+    return good, skipped
+
+
+def sample(mutants: list[Mutant], limit: int | None) -> list[Mutant]:
+    """``limit`` mutants spread evenly over the list (every operator represented)."""
+    if limit is None or limit >= len(mutants):
+        return mutants
+    by_operator: dict[str, list[Mutant]] = {}
+    for m in mutants:
+        by_operator.setdefault(m.operator, []).append(m)
+    chosen: list[Mutant] = []
+    while len(chosen) < limit:
+        progressed = False
+        for operator in OPERATORS:
+            bucket = by_operator.get(operator, [])
+            if bucket and len(chosen) < limit:
+                # Take from evenly spaced positions so that many base pairs appear.
+                chosen.append(bucket.pop(len(bucket) * 7919 % len(bucket) if len(bucket) > 1
+                                         else 0))
+                progressed = True
+        if not progressed:
+            break
+    return chosen
+
+
+def summarize(verdicts: Sequence[Verdict]) -> dict:
+    caught = [v for v in verdicts if v.caught]
+    equivalent = [v for v in verdicts if not v.caught and v.reason]
+    missed = [v for v in verdicts if not v.caught and not v.reason]
+    changing = len(verdicts) - len(equivalent)
+    per_operator = {}
+    for operator in OPERATORS:
+        subset = [v for v in verdicts if v.mutant.operator == operator]
+        per_operator[operator] = {"mutants": len(subset),
+                                  "caught": sum(v.caught for v in subset)}
+    per_check: dict[str, int] = {}
+    for v in caught:
+        per_check[v.error_line or ""] = per_check.get(v.error_line or "", 0) + 1
+    return {
+        "mutants": len(verdicts), "caught": len(caught), "equivalent": len(equivalent),
+        "missed": len(missed),
+        "fraction_caught_of_meaning_changing": (len(caught) / changing) if changing else 1.0,
+        "per_operator": per_operator, "per_check": per_check,
+        "equivalent_mutants": [{"id": v.mutant.id, "mutation": v.mutant.description,
+                                "status": v.status, "reason": v.reason} for v in equivalent],
+        "missed_mutants": [{"id": v.mutant.id, "mutation": v.mutant.description,
+                            "status": v.status, "detail": v.detail} for v in missed],
+    }
+
+
+def write_mutants(verdicts: Sequence[Verdict], out: Path) -> None:
+    from neuron_sim.io import atomic_write_text
+
+    out.mkdir(parents=True, exist_ok=True)
+    for k, v in enumerate(verdicts):
+        header = (f"// mutant {v.mutant.id}\n// mutation: {v.mutant.description}\n"
+                  f"// status: {v.status}\n")
+        if v.error_line:
+            header += f"// error: {v.error_line}\n"
+        atomic_write_text(out / f"mutant_{k:04d}.hlo",
+                          header + v.mutant.before.to_text() + v.mutant.after.to_text())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--limit", type=int, help="verify an evenly spread sample of N mutants")
+    parser.add_argument("--trials", type=int, default=5, help="input sets per mutant")
+    parser.add_argument("--per-operator", type=int, default=PER_OPERATOR,
+                        help="mutants per operator per base pair")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument("--write", metavar="DIR", help="also write each mutant pair to DIR")
+    args = parser.parse_args(argv)
+
+    started = time.perf_counter()
+    bases, skipped = verified_bases(correct_pairs(), args.trials)
+    mutants = [m for base in bases for m in mutants_of(base, args.per_operator)]
+    chosen = sample(mutants, args.limit)
+    verdicts = [verify_mutant(m, args.trials) for m in chosen]
+    summary = summarize(verdicts)
+    summary["base_pairs"] = len(bases)
+    summary["skipped_base_pairs"] = [{"name": p.name, "why": why} for p, why in skipped]
+    summary["generated"] = len(mutants)
+    summary["seconds"] = round(time.perf_counter() - started, 1)
+    if args.write:
+        write_mutants(verdicts, Path(args.write))
+    if args.json:
+        json.dump(summary, sys.stdout, indent=2)
+        print()
+    else:
+        print(f"{len(bases)} correct base pairs ({len(skipped)} skipped: not CORRECT by "
+              f"themselves), {len(mutants)} mutants generated, {len(verdicts)} verified "
+              f"in {summary['seconds']} s")
+        for operator, counts in summary["per_operator"].items():
+            print(f"  {operator:18} {counts['caught']:4} / {counts['mutants']:4} caught")
+        print(f"caught {summary['caught']} of {summary['mutants']}; "
+              f"{summary['equivalent']} equivalent; {summary['missed']} missed; "
+              f"fraction of meaning-changing mutants caught: "
+              f"{summary['fraction_caught_of_meaning_changing']:.3f}")
+        for item in summary["equivalent_mutants"]:
+            print(f"  equivalent: {item['id']} ({item['mutation']}): {item['reason']}")
+        for item in summary["missed_mutants"]:
+            print(f"  MISSED: {item['id']} ({item['mutation']}): {item['status']} "
+                  f"{item['detail']}")
+        for item in summary["skipped_base_pairs"]:
+            print(f"  skipped base: {item['name']}: {item['why']}")
+    return 0 if summary["missed"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

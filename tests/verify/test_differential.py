@@ -1,0 +1,252 @@
+"""check_pass / check_modules: the seed passes on the bundled examples, the order of the checks,
+what each failure of an execution means, topologies, contracts and the pass plumbing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import interpreter
+from interpreter.errors import CollectiveMismatchError, ExecutionError, Unimplemented
+from neuron_sim.hlo import parse_module, parse_module_file
+from neuron_sim.topology import Topology
+from verify import differential
+from verify.differential import (COLLECTIVE_MISMATCH, NO_INTERPRETER, PASS_FAILED,
+                                 SOURCE_FAILS, TARGET_FAILS, TARGET_MALFORMED, UNSUPPORTED,
+                                 VALUE_MISMATCH, InterpreterUnavailable, Status, check_modules,
+                                 check_pass)
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SINGLE = "aws_neuron_rewrite_all_reduce_dynamic_slice"
+MULTIPLE = "aws_neuron_rewrite_all_reduce_dynamic_slice_multiple_groups"
+DELETE = "aws_neuron_delete_permute"
+
+
+def example(name: str):
+    return parse_module_file(str(EXAMPLES / f"{name}.hlo"))
+
+
+# --------------------------------------------------------------------------------------------
+# The seed passes on the examples (expected devices worked out from SEMANTICS.md §2-3).
+
+
+def test_single_group_fold_on_a_sorted_group_is_correct():
+    result = check_pass(example("ar_ds_single_group_sorted"), SINGLE)
+    assert result.status is Status.CORRECT and result.changed
+    assert result.compared == differential.DEFAULT_TRIALS
+
+
+def test_single_group_fold_on_an_unsorted_group_gives_partitions_0_and_1_each_others_shard():
+    # {{1,0,2,3}}: partition 0 is at position 1 and receives block 1, which the source computes
+    # on partition 1 (offset 1*2); partition 1 receives block 0. Partitions 2 and 3 are right.
+    result = check_pass(example("ar_ds_single_group_unsorted"), SINGLE)
+    assert result.status is Status.UNSOUND
+    assert result.error_line == VALUE_MISMATCH
+    cex = result.counterexample
+    assert cex.mismatch_devices == [0, 1]
+    assert cex.device == 0 and cex.replica_partition == (0, 0)
+    assert cex.same_as_source_device == 1
+    assert cex.exact  # replayed on exactly representable values
+    assert cex.leaf == 0 and cex.leaf_shape == "f32[2,4]"
+    assert result.minimized is not None and result.minimized.size <= 8
+
+
+def test_multiple_groups_fold_on_contiguous_groups_is_correct():
+    assert check_pass(example("ar_ds_multi_group_contiguous"), MULTIPLE).status is Status.CORRECT
+
+
+def test_multiple_groups_fold_on_strided_groups_is_wrong_wherever_table_and_position_differ():
+    # groups {0,2,4,6},{1,3,5,7}; table entry of partition p is p % 4; position is p // 2.
+    # They agree only for partitions 0 (0, 0) and 7 (3, 3).
+    result = check_pass(example("ar_ds_multi_group_strided"), MULTIPLE)
+    assert result.status is Status.UNSOUND
+    assert result.counterexample.mismatch_devices == [1, 2, 3, 4, 5, 6]
+
+
+def test_delete_permute_on_singleton_groups_is_correct():
+    assert check_pass(example("delete_permute_singleton_groups"), DELETE).status is Status.CORRECT
+
+
+def test_delete_permute_on_a_real_all_reduce_is_unsound_on_every_device_and_minimizes():
+    result = check_pass(example("delete_permute_real_all_reduce"), DELETE)
+    assert result.status is Status.UNSOUND
+    assert result.counterexample.mismatch_devices == [0, 1, 2, 3]
+    minimized = result.minimized
+    assert minimized.size == 2  # %x and %all-reduce; the negate goes
+    assert [i.opcode.spelling for i in minimized.before.entry.instructions] == \
+        ["parameter", "all-reduce"]
+    assert [i.opcode.spelling for i in minimized.after.entry.instructions] == ["parameter"]
+
+
+CROSS_REPLICA = """
+HloModule cross_replica, num_partitions=4
+
+%sum (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %add = f32[] add(%a, %b)
+}
+
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  ROOT %all-reduce = f32[4]{0} all-reduce(%x), replica_groups={}, to_apply=%sum
+}
+"""
+
+
+def test_a_rewrite_sound_on_one_topology_is_unsound_on_another():
+    # No channel_id: CrossReplica over all replicas. One replica: every group is one device;
+    # two replicas: devices (0,p) and (1,p) are summed.
+    module = parse_module(CROSS_REPLICA)
+    assert check_pass(module, DELETE, ["1x4"]).status is Status.CORRECT
+    result = check_pass(module, DELETE, ["1x4", "2x2"], minimize=False)
+    assert result.status is Status.UNSOUND
+    assert result.counterexample.topology == Topology(2, 2)
+    assert result.topologies == [Topology(1, 4), Topology(2, 2)]
+
+
+def test_a_pass_that_changes_nothing_is_correct_without_running():
+    def must_not_run(*args):
+        raise AssertionError("nothing to run")
+
+    result = check_pass(example("delete_permute_singleton_groups"), "dce", runner=must_not_run)
+    assert result.status is Status.CORRECT and result.changed is False
+
+
+def test_a_pass_that_raises_is_an_error_not_unsound():
+    module = parse_module_file(str(Path(__file__).resolve().parents[1] / "data" / "passes" /
+                                   "delete_permute" / "tuple_all_reduce.hlo"))
+    result = check_pass(module, DELETE)
+    assert result.status is Status.ERROR and result.error_line == PASS_FAILED
+
+
+def test_passes_are_accepted_as_a_comma_list_names_or_objects():
+    from passes import get_pass
+
+    module = example("delete_permute_real_all_reduce")
+    for passes in ("aws_neuron_delete_permute,dce", ["DeletePermute"], [get_pass(DELETE)]):
+        assert check_pass(module, passes, minimize=False).status is Status.UNSOUND
+
+
+# --------------------------------------------------------------------------------------------
+# The checks and their order, with runners that fail on purpose.
+
+SOURCE = """
+HloModule source, num_partitions=2
+
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  ROOT %negate = f32[4]{0} negate(%x)
+}
+"""
+TARGET = SOURCE.replace("HloModule source", "HloModule target")
+
+
+def failing_target(exc: Exception):
+    def run(module, inputs, topology, seed):
+        if module.name == "target":
+            raise exc
+        return interpreter.run(module, inputs, topology=topology, seed=seed)
+    return run
+
+
+def test_a_target_that_raises_fails_where_the_source_does_not():
+    result = check_modules(parse_module(SOURCE), parse_module(TARGET),
+                           runner=failing_target(ExecutionError("boom")), minimize=False)
+    assert result.status is Status.UNSOUND and result.error_line == TARGET_FAILS
+    assert "boom" in result.counterexample.message
+
+
+def test_a_target_collective_mismatch_has_its_own_error_line():
+    exc = CollectiveMismatchError("all-reduce", (0, 1), (0,))
+    result = check_modules(parse_module(SOURCE), parse_module(TARGET),
+                           runner=failing_target(exc), minimize=False)
+    assert result.status is Status.UNSOUND and result.error_line == COLLECTIVE_MISMATCH
+
+
+def test_an_unimplemented_op_is_an_error_never_unsound():
+    for module_name in ("source", "target"):
+        def run(module, inputs, topology, seed, which=module_name):
+            if module.name == which:
+                raise ExecutionError("wrapped") from Unimplemented("fft")
+            return interpreter.run(module, inputs, topology=topology, seed=seed)
+        result = check_modules(parse_module(SOURCE), parse_module(TARGET), runner=run)
+        assert result.status is Status.ERROR and result.error_line == UNSUPPORTED
+
+
+def test_a_source_that_fails_is_an_error():
+    def run(module, inputs, topology, seed):
+        raise ExecutionError("the source breaks")
+    result = check_modules(parse_module(SOURCE), parse_module(TARGET), runner=run)
+    assert result.status is Status.ERROR and result.error_line == SOURCE_FAILS
+
+
+def test_a_source_that_is_always_undefined_proves_nothing():
+    def run(module, inputs, topology, seed):
+        raise CollectiveMismatchError("all-reduce", (0, 1), (1,))
+    result = check_modules(parse_module(SOURCE), parse_module(TARGET), runner=run)
+    assert result.status is Status.FAILED_TO_PROVE
+    assert "undefined behaviour" in result.warnings[0]
+
+
+def test_a_malformed_target_is_reported_before_anything_runs():
+    def must_not_run(*args):
+        raise AssertionError("the malformed check comes first")
+
+    bad = TARGET.replace("f32[4]{0} negate", "f32[5]{0} negate")  # negate cannot grow
+    result = check_modules(parse_module(SOURCE), parse_module(bad), runner=must_not_run)
+    assert result.status is Status.UNSOUND and result.error_line == TARGET_MALFORMED
+
+
+def test_a_target_far_slower_than_the_source_fails(monkeypatch):
+    import time
+
+    def run(module, inputs, topology, seed):
+        if module.name == "target":
+            time.sleep(2)
+        return interpreter.run(module, inputs, topology=topology, seed=seed)
+    result = check_modules(parse_module(SOURCE), parse_module(TARGET), runner=run, trials=1,
+                           timeout=0.5, minimize=False)
+    assert result.status is Status.UNSOUND and result.error_line == TARGET_FAILS
+    assert "did not finish within" in result.counterexample.message
+
+
+def test_without_an_interpreter_the_verdict_is_an_error(monkeypatch):
+    def unavailable(backend="local"):
+        raise InterpreterUnavailable("the interpreter is not available (test)")
+    monkeypatch.setattr(differential, "default_runner", unavailable)
+    result = check_modules(parse_module(SOURCE), parse_module(TARGET))
+    assert result.status is Status.ERROR and result.error_line == NO_INTERPRETER
+
+
+def test_given_inputs_replace_the_generated_ones():
+    calls = []
+
+    def run(module, inputs, topology, seed):
+        calls.append(inputs)
+        return interpreter.run(module, inputs, topology=topology, seed=seed)
+    x = np.array([1, 2, 3, 4], np.float32)  # the same on both devices
+    result = check_modules(parse_module(SOURCE), parse_module(TARGET), inputs=[x], runner=run)
+    assert result.status is Status.CORRECT and len(calls) == 2
+    assert calls[0][0].shape == (2, 4)
+    with pytest.raises(ValueError, match="expected \\[4\\] or \\[2, 4\\]"):
+        check_modules(parse_module(SOURCE), parse_module(TARGET), inputs=[np.zeros(3)])
+
+
+def test_the_refinement_contract_allows_infinity_to_become_the_extreme_finite_value():
+    source = """
+HloModule s
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  %c = f32[] constant(-inf)
+  %b = f32[4]{0} broadcast(%c), dimensions={}
+  ROOT %m = f32[4]{0} maximum(%x, %b)
+}
+"""
+    target = source.replace("constant(-inf)", "constant(-3.40282347e+38)")
+    assert check_modules(parse_module(source), parse_module(target),
+                         contract="refinement").status is Status.CORRECT
+    assert check_modules(parse_module(source), parse_module(target),
+                         minimize=False).status is Status.UNSOUND
