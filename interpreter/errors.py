@@ -15,8 +15,8 @@ from typing import Sequence
 from neuron_sim.hlo import HloInstruction
 
 # Attributes that say nothing about what an instruction computes; left out of error messages.
-_NOISE_ATTRIBUTES = ("metadata", "backend_config", "frontend_attributes", "sharding",
-                     "statistics", "control-predecessors", "origin")
+NOISE_ATTRIBUTES = ("metadata", "backend_config", "frontend_attributes", "sharding",
+                    "statistics", "statistics_viz", "control-predecessors", "origin")
 
 
 class InterpreterError(Exception):
@@ -93,43 +93,7 @@ _DESCRIPTION_LIMIT = 400
 def describe(instruction: HloInstruction) -> str:
     """The instruction as XLA prints it, without metadata and other non-semantic attributes
     (shortened past a few hundred characters: a large constant's literal, say)."""
-    text = instruction.to_text()
-    for name in _NOISE_ATTRIBUTES:
-        text = _drop_attribute(text, name)
+    text = instruction.to_text(omit=NOISE_ATTRIBUTES)
     if len(text) > _DESCRIPTION_LIMIT:
         text = text[:_DESCRIPTION_LIMIT - 3] + "..."
     return text
-
-
-def _drop_attribute(text: str, name: str) -> str:
-    marker = f", {name}="
-    start = text.find(marker)
-    while start >= 0:
-        end = _value_end(text, start + len(marker))
-        text = text[:start] + text[end:]
-        start = text.find(marker)
-    return text
-
-
-def _value_end(text: str, pos: int) -> int:
-    """The index just past an attribute value starting at ``pos`` (braces and quotes balanced)."""
-    depth = 0
-    quoted = False
-    i = pos
-    while i < len(text):
-        char = text[i]
-        if quoted:
-            if char == "\\":
-                i += 1
-            elif char == '"':
-                quoted = False
-        elif char == '"':
-            quoted = True
-        elif char in "{(":
-            depth += 1
-        elif char in "})":
-            depth -= 1
-        elif char == "," and depth == 0:
-            return i
-        i += 1
-    return i

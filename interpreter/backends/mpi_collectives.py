@@ -14,6 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from interpreter.backends.mpi_protocol import Fingerprint
+from interpreter.errors import describe
 from neuron_sim.hlo import HloComputation, HloInstruction, HloModule, Opcode
 from neuron_sim.hlo.replica_groups import ReplicaGroups
 from neuron_sim.topology import (GroupMode, Topology, group_mode, participant_groups,
@@ -32,11 +33,6 @@ _KIND = {
     Opcode.COLLECTIVE_BROADCAST: "collective-broadcast",
 }
 
-# Attributes that say nothing about the data exchanged; left out of messages.
-_QUIET_ATTRIBUTES = ("metadata", "backend_config", "frontend_attributes", "sharding",
-                     "statistics_viz", "control-predecessors")
-_LABEL_LIMIT = 240
-
 _BINARY_REDUCTIONS = {Opcode.ADD: "add", Opcode.MULTIPLY: "multiply", Opcode.MAXIMUM: "maximum",
                       Opcode.MINIMUM: "minimum", Opcode.AND: "and", Opcode.OR: "or",
                       Opcode.XOR: "xor"}
@@ -52,39 +48,6 @@ def collective_kind(instr: HloInstruction) -> str:
     if kind == "all-to-all" and not instr.has("dimensions"):
         return "all-to-all-tuple"
     return kind
-
-
-def describe(instr: HloInstruction) -> str:
-    """The instruction's text without metadata, shortened: how messages name a collective."""
-    text = instr.to_text()
-    for key in _QUIET_ATTRIBUTES:
-        if instr.has(key):
-            start = text.find(f", {key}=")
-            if start >= 0:
-                text = text[:start] + _skip_attribute(text[start + 2:])
-    return text if len(text) <= _LABEL_LIMIT else text[:_LABEL_LIMIT - 3] + "..."
-
-
-def _skip_attribute(text: str) -> str:
-    """``text`` starts with ``key=value``; return what follows that attribute."""
-    depth, quoted, i = 0, False, text.index("=") + 1
-    while i < len(text):
-        c = text[i]
-        if quoted:
-            if c == "\\":
-                i += 1
-            elif c == '"':
-                quoted = False
-        elif c == '"':
-            quoted = True
-        elif c in "{[(":
-            depth += 1
-        elif c in "}])":
-            depth -= 1
-        elif c == "," and depth == 0:
-            return text[i:]
-        i += 1
-    return ""
 
 
 def _mode(instr: HloInstruction) -> GroupMode:

@@ -143,8 +143,9 @@ class HloInstruction:
 
     # -- text --------------------------------------------------------------------------------
     def to_text(self, *, percent: bool = True, operand_shapes: bool = False,
-                index_comments: bool = True) -> str:
-        """The instruction line as XLA prints it (without indentation or ROOT)."""
+                index_comments: bool = True, omit: Iterable[str] = ()) -> str:
+        """The instruction line as XLA prints it (without indentation or ROOT); attributes named
+        in ``omit`` (say metadata, for an error message) are left out."""
         sigil = "%" if percent else ""
         if self.opcode is Opcode.CONSTANT:
             inside = self.literal.text if self.literal is not None else ""
@@ -157,7 +158,8 @@ class HloInstruction:
                 for i, op in enumerate(self.operands))
         parts = [f"{sigil}{self.name} = {self.shape} {self.opcode.spelling}({inside})"]
         for key, value in self.attrs.items():
-            parts.append(f"{key}={self._format_attr(key, value, sigil)}")
+            if key not in omit:
+                parts.append(f"{key}={self._format_attr(key, value, sigil)}")
         return ", ".join(parts)
 
     @staticmethod
