@@ -453,6 +453,24 @@ def path_to(module: HloModule, leaf: int | None, limit: int = 12) -> list[str]:
     return lines
 
 
+def leaf_has_reordering_reduction(module: HloModule, leaf: int) -> bool:
+    """Does output leaf ``leaf`` depend on a reduction whose order is free (in the entry or in a
+    computation called on the way)?"""
+    stack: list[HloInstruction] = [leaf_producer(module, leaf)]
+    seen: set[HloInstruction] = set()
+    while stack:
+        inst = stack.pop()
+        if inst in seen:
+            continue
+        seen.add(inst)
+        if inst.opcode in REORDERING_OPCODES:
+            return True
+        stack.extend(inst.operands)
+        for called in inst.called_computations:
+            stack.extend(called.instructions)
+    return False
+
+
 def has_reordering_reduction(*modules: HloModule) -> bool:
     return any(inst.opcode in REORDERING_OPCODES for m in modules for inst in m.instructions())
 
@@ -466,6 +484,7 @@ class _TrialFinding:
     check: str
     counterexample: Counterexample
     rounding_sized: bool = False
+    leaves: tuple[int, ...] = ()                 # every output leaf with a mismatch
 
 
 def _compare_once(source: HloModule, target: HloModule, topology: Topology, inputs: list,
@@ -520,7 +539,9 @@ def _compare_once(source: HloModule, target: HloModule, topology: Topology, inpu
         same_as_source_device=_source_device_with(s_leaf, t_leaf[mismatch.device], contract,
                                                   mismatch.device))
     rounding = _all_rounding_sized(src.outputs, tgt.outputs, contract)
-    return "finding", _TrialFinding(VALUE_MISMATCH, cex, rounding_sized=rounding)
+    leaves = tuple(j for j, (s, t) in enumerate(zip(src.outputs, tgt.outputs))
+                   if not compare.allowed_mask(s, t, contract).all())
+    return "finding", _TrialFinding(VALUE_MISMATCH, cex, rounding_sized=rounding, leaves=leaves)
 
 
 def _shape_text(stacked: np.ndarray) -> str:
@@ -665,8 +686,10 @@ def _verify(result: VerificationResult, before: HloModule, after: HloModule,
                 # Not reproducible once every finite value is exact: what remains is rounding,
                 # or overflow of the extreme values, in a reduction whose order is free.
                 overflow = style == "boundary"
-                if (finding.rounding_sized or overflow) and \
-                        has_reordering_reduction(before, after):
+                reorderable = all(leaf_has_reordering_reduction(before, j) or
+                                  leaf_has_reordering_reduction(after, j)
+                                  for j in finding.leaves)
+                if (finding.rounding_sized or overflow) and reorderable:
                     reassociation = reassociation or finding.counterexample
                     continue
                 finding.counterexample.exact = False

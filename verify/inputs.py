@@ -18,6 +18,9 @@ cycle through *styles* that put those values in:
 ``nan``        ``distinct`` plus one NaN on one device per array
 ``boundary``   ``distinct`` plus the type's extremes (INT_MIN, INT_MAX, -1, 0, lowest and
                largest finite floats)
+``uniform``    every array filled with one value (-inf, 0, NaN, +inf, -0, 1, -1, the extremes;
+               a different one per device and per parameter): a reduction's initial value or
+               a guard for "all elements are -inf" only matters then
 =============  =============================================================================
 
 Parameters marked ``parameter_replication={true}`` get the same value on every device: a
@@ -41,7 +44,7 @@ from neuron_sim.hlo.ir import HloInstruction, HloModule
 from neuron_sim.hlo.shapes import ArrayShape, Shape
 from neuron_sim.topology import Topology
 
-STYLES = ("distinct", "exact", "constants", "signed", "nan", "boundary")
+STYLES = ("distinct", "exact", "constants", "signed", "nan", "boundary", "uniform")
 """Trial ``t`` uses ``STYLES[t % len(STYLES)]``."""
 
 InputValue = Any  # np.ndarray for an array parameter, tuple of them for a tuple parameter
@@ -83,13 +86,20 @@ def generate_inputs(module: HloModule, topology: Topology, *, seed: int = 0,
     rng = np.random.default_rng([seed, trial, STYLES.index(style)])
     dictionary = module_constants(module) if style == "constants" else ()
     values: list[InputValue] = []
+    leaf_number = 0
     for param in module.entry.parameters:
         replicated = parameter_replication(param)
         leaves = list(param.shape.leaves())
-        arrays = tuple(None if leaf.is_token else
-                       leaf_values(leaf, topology.num_devices, rng, style, replicated=rep,
-                                   dictionary=dictionary)
-                       for leaf, rep in zip(leaves, replicated))
+        arrays = []
+        for leaf, rep in zip(leaves, replicated):
+            # uniform style: the first parameter starts at -inf, the next at 0, ...; each
+            # further round of trials shifts by one
+            offset = trial // len(STYLES) + leaf_number
+            leaf_number += 1
+            arrays.append(None if leaf.is_token else
+                          leaf_values(leaf, topology.num_devices, rng, style, replicated=rep,
+                                      dictionary=dictionary, uniform_offset=offset))
+        arrays = tuple(arrays)
         values.append(arrays if param.shape.is_tuple else arrays[0])
     return values
 
@@ -118,7 +128,8 @@ def module_constants(module: HloModule, limit: int = 64) -> tuple[float, ...]:
 
 
 def leaf_values(shape: ArrayShape, num_devices: int, rng: np.random.Generator, style: str, *,
-                replicated: bool = False, dictionary: Sequence[float] = ()) -> np.ndarray:
+                replicated: bool = False, dictionary: Sequence[float] = (),
+                uniform_offset: int = 0) -> np.ndarray:
     """A ``[D, *dims]`` array of ``shape``'s element type in ``style``; identical rows if
     ``replicated``. The ``constants`` style draws from ``dictionary`` (and neighbours)."""
     et = shape.element_type
@@ -129,7 +140,9 @@ def leaf_values(shape: ArrayShape, num_devices: int, rng: np.random.Generator, s
     base = _draw(et, (rows, *dims), rng, style)
     if style == "constants" and dictionary and et.kind in (Kind.SIGNED, Kind.UNSIGNED, Kind.FLOAT):
         _use_dictionary(base, et, rng, dictionary)
-    if not replicated:
+    if style == "uniform":
+        _fill_uniform(base, et, uniform_offset)
+    if not replicated and style != "uniform":
         _make_rows_distinct(base, et, rng, style)
     if replicated:
         base = np.broadcast_to(base, (num_devices, *dims)).copy()
@@ -173,6 +186,8 @@ def _draw_integers(et: ElementType, shape: tuple[int, ...], rng: np.random.Gener
     # Small values: they make ties, and as indices they land inside and just outside arrays.
     small_low, small_high = max(low, -8), min(high, 15 if not et.is_signed else 8)
     work = np.uint64 if high > np.iinfo(np.int64).max else np.int64
+    if style == "signed":  # many ties, so that tie-breaking on the other operands matters
+        small_low, small_high = max(low, -2), min(high, 2)
     values = rng.integers(small_low, small_high + 1, size=shape).astype(work)
     # Indices and counts meet their edge cases at 0 and +-1: make those common.
     _sprinkle(values, rng, [v for v in (0, 1, -1) if low <= v <= high], fraction=0.2)
@@ -219,11 +234,13 @@ def _draw_floats(et: ElementType, shape: tuple[int, ...], rng: np.random.Generat
         flat[near] = _ulp_neighbours(flat[rng.integers(0, flat.size, size=count)],
                                      int(rng.choice([-1, 1])))
     if style == "signed":
-        specials = [-0.0, 0.0, -0.0]
+        # Zeros of both signs everywhere (comparators that canonicalize -0 only show it when
+        # both signs meet), plus the infinities.
+        _sprinkle(flat, rng, [-0.0, 0.0], fraction=0.4)
+        specials = [-0.0, 0.0]
         if _has_infinity(dtype):
             specials += [float("inf"), float("-inf")]
-        _sprinkle(flat, rng, specials, fraction=0.2)
-        _place_each(flat, rng, specials[:1] + specials[3:])
+        _place_each(flat, rng, specials)
     elif style == "nan" and _has_nan(dtype) and flat.size:
         flat[rng.integers(0, flat.size)] = np.nan
     elif style == "boundary":
@@ -270,6 +287,35 @@ def _place_each(values: np.ndarray, rng: np.random.Generator, choices: Sequence[
     with np.errstate(over="ignore", invalid="ignore"):
         for position, pick in zip(where, rng.permutation(len(choices))[:count]):
             flat[position] = choices[pick]
+
+
+def _uniform_values(et: ElementType) -> list[Any]:
+    if et.kind is Kind.PRED:
+        return [False, True]
+    if et.is_integral:
+        low, high = _integer_range(et)
+        return [v for v in (0, low, 1, -1, high) if low <= v <= high]
+    values = [0.0, 1.0, -1.0]
+    finfo = ml_dtypes.finfo(et.numpy_dtype) if et.kind is Kind.FLOAT else None
+    dtype = et.numpy_dtype
+    if _has_infinity(dtype):
+        values = [float("-inf")] + values[:1] + [float("nan")] * _has_nan(dtype) + \
+            [float("inf"), -0.0] + values[1:]
+    elif _has_nan(dtype):
+        values = values[:1] + [float("nan"), -0.0] + values[1:]
+    if finfo is not None:
+        values += [float(finfo.min), float(finfo.max)]
+    return values
+
+
+def _fill_uniform(values: np.ndarray, et: ElementType, offset: int) -> None:
+    """Row f (device f) becomes one repeated value, the rows cycling through the special ones."""
+    if et.kind is Kind.COMPLEX or values.ndim == 0:
+        return
+    choices = _uniform_values(et)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for f in range(values.shape[0]):
+            values[f] = choices[(offset + f) % len(choices)]
 
 
 def _use_dictionary(values: np.ndarray, et: ElementType, rng: np.random.Generator,
