@@ -159,16 +159,34 @@ def format_value(value: Any) -> str:
     return f"{number:.6g}"
 
 
-def format_array(array: np.ndarray, limit: int = 16) -> str:
-    """A short one-line rendering of a (per-device) array: ``[6, 10, 14, 18]``."""
-    flat = np.asarray(array).reshape(-1)
-    items = [format_value(v) for v in flat[:limit]]
-    text = ", ".join(items)
-    if flat.size > limit:
-        text += f", ... ({flat.size} values)"
-    if np.asarray(array).ndim == 0:
-        return items[0] if items else ""
-    return "[" + text + "]"
+def format_array(array: np.ndarray, limit: int = 64) -> str:
+    """A compact rendering of an array, nested like numpy's: ``[[6, 10], [14, 18]]``; at most
+    ``limit`` values, then ``...``."""
+    array = np.asarray(array)
+    if array.ndim == 0:
+        return format_value(array)
+    budget = [limit]
+
+    def render(a: np.ndarray) -> str:
+        if a.ndim == 1:
+            take = min(len(a), max(budget[0], 0))
+            budget[0] -= take
+            items = [format_value(v) for v in a[:take]]
+            if take < len(a):
+                items.append("...")
+            return "[" + ", ".join(items) + "]"
+        parts = []
+        for row in a:
+            if budget[0] <= 0:
+                parts.append("...")
+                break
+            parts.append(render(row))
+        return "[" + ", ".join(parts) + "]"
+
+    text = render(array)
+    if array.size > limit:
+        text += f" ({array.size} values)"
+    return text
 
 
 def rounding_sized_mask(source: np.ndarray, target: np.ndarray) -> np.ndarray:

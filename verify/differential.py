@@ -680,7 +680,7 @@ def _verify(result: VerificationResult, before: HloModule, after: HloModule,
                 replay = _replay_exact(before, after, topology, seed, trial, values, contract,
                                        runner, timeout)
                 if replay is not None:
-                    _set(result, Status.UNSOUND, replay.check, _summary(replay.counterexample),
+                    _set(result, Status.UNSOUND, replay.check, summary_of(replay.counterexample),
                          replay.counterexample)
                     return
                 # Not reproducible once every finite value is exact: what remains is rounding,
@@ -693,7 +693,7 @@ def _verify(result: VerificationResult, before: HloModule, after: HloModule,
                     reassociation = reassociation or finding.counterexample
                     continue
                 finding.counterexample.exact = False
-            _set(result, Status.UNSOUND, finding.check, _summary(finding.counterexample),
+            _set(result, Status.UNSOUND, finding.check, summary_of(finding.counterexample),
                  finding.counterexample)
             return
 
@@ -742,7 +742,7 @@ def _replay_exact(before: HloModule, after: HloModule, topology: Topology, seed:
     return None
 
 
-def _summary(cex: Counterexample) -> str:
+def summary_of(cex: Counterexample) -> str:
     if cex.check == VALUE_MISMATCH:
         r, p = cex.replica_partition
         return (f"on topology {cex.topology}, device {cex.device} (replica {r}, partition {p}), "

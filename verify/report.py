@@ -155,8 +155,9 @@ def format_result(result: VerificationResult, *, show_modules: bool = False) -> 
         lines.append(result.detail)
     if result.minimized is not None:
         m = result.minimized
-        lines.append(f"Minimized: {m.original_size} -> {m.size} entry instructions "
-                     f"({m.steps} reductions); the pair above is the minimized one")
+        lines.append(f"Minimized: {m.original_size} -> {m.size} entry instructions in "
+                     f"{m.steps} simplification step(s), inputs included; the example above "
+                     "and the modules below are the minimized ones")
     if show_modules or (result.minimized is not None and result.status is Status.UNSOUND):
         lines.append("Before:")
         lines.extend("  " + line for line in before.to_text().rstrip().splitlines())
@@ -200,9 +201,13 @@ def counterexample_json(cex: Counterexample | None) -> dict | None:
 
 def result_json(result: VerificationResult, *, include_modules: bool = False) -> dict:
     before, after, cex = result.reported
+    detail = result.detail
+    if result.minimized is not None and cex is not None:
+        from verify.differential import summary_of
+        detail = summary_of(cex)
     data: dict[str, Any] = {
         "name": result.name, "status": result.status.value, "error": result.error_line,
-        "detail": result.detail, "passes": result.passes, "rewrites": result.rewrites,
+        "detail": detail, "passes": result.passes, "rewrites": result.rewrites,
         "changed": result.changed, "topologies": [str(t) for t in result.topologies],
         "contract": result.contract, "trials": result.trials, "seed": result.seed,
         "compared": result.compared, "classification": result.classification,
