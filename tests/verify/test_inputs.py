@@ -103,3 +103,10 @@ def test_inputs_are_deterministic_in_the_seed_and_differ_across_seeds(module):
 def test_trials_cycle_through_the_styles(module):
     signed = generate_inputs(module, TOPOLOGY, seed=0, trial=STYLES.index("signed"))[0]
     assert np.any(np.isinf(signed))
+
+
+def test_uniform_style_fills_each_device_with_one_value_starting_at_minus_infinity(module):
+    x = by_style(module, "uniform")[0]
+    for f in range(4):
+        assert len({v.tobytes() for v in x[f]}) == 1
+    assert np.all(np.isneginf(x[0]))
