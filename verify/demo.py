@@ -136,11 +136,13 @@ def _verdict_lines(case: DemoCase, result: VerificationResult) -> list[str]:
 
 
 def run_demo(out: TextIO = sys.stdout, *, runner: Runner | None = None,
-             examples_dir: Path | None = None, trials: int = 6, seed: int = 0) -> int:
+             examples_dir: Path | None = None, trials: int | None = None, seed: int = 0) -> int:
     """Print the tour; 0 if every verdict is the documented one, 1 if not, 2 if something is
     missing."""
+    from verify.differential import DEFAULT_TRIALS
     from verify.report import summary_line
 
+    trials = trials or DEFAULT_TRIALS
     examples_dir = examples_dir or EXAMPLES_DIR
     print("neuron-sim demo: does a compiler pass preserve what every device computes?", file=out)
     print("Each example runs before and after the pass on every simulated device, with inputs "
