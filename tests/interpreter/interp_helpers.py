@@ -33,18 +33,13 @@ def run1(body: str, *inputs, **kwargs) -> np.ndarray:
     return out[0]
 
 
-ADD_F32 = """
-add_f32 {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT r = f32[] add(a, b)
-}
-"""
+def scalar_computation(name: str, op: str, element_type: str, *, direction: str = "") -> str:
+    """A two-parameter scalar computation ``name`` applying ``op`` (a compare if ``direction``)."""
+    result = "pred" if direction else element_type
+    attrs = f", direction={direction}" if direction else ""
+    return (f"\n{name} {{\n  a = {element_type}[] parameter(0)\n  b = {element_type}[] parameter(1)\n"
+            f"  ROOT r = {result}[] {op}(a, b){attrs}\n}}\n")
 
-ADD_S32 = """
-add_s32 {
-  a = s32[] parameter(0)
-  b = s32[] parameter(1)
-  ROOT r = s32[] add(a, b)
-}
-"""
+
+ADD_F32 = scalar_computation("add_f32", "add", "f32")
+ADD_S32 = scalar_computation("add_s32", "add", "s32")

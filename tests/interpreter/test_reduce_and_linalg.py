@@ -7,31 +7,13 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from interp_helpers import ADD_F32, run, run1
+from interp_helpers import ADD_F32, run, run1, scalar_computation
 
 BF16 = ml_dtypes.bfloat16
 
-MAX_F32 = """
-max_f32 {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT r = f32[] maximum(a, b)
-}
-"""
-ADD_BF16 = """
-add_bf16 {
-  a = bf16[] parameter(0)
-  b = bf16[] parameter(1)
-  ROOT r = bf16[] add(a, b)
-}
-"""
-GE_F32 = """
-ge_f32 {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT r = pred[] compare(a, b), direction=GE
-}
-"""
+MAX_F32 = scalar_computation("max_f32", "maximum", "f32")
+ADD_BF16 = scalar_computation("add_bf16", "add", "bf16")
+GE_F32 = scalar_computation("ge_f32", "compare", "f32", direction="GE")
 
 
 def test_reduce_sums_over_dimensions_from_the_init_value():
