@@ -3,7 +3,8 @@
 Small on purpose (after torch.fx): an instruction knows its operands and its users, and the only
 mutations are the ones passes need — replace uses, replace an instruction, add, remove, clone.
 Attributes are typed once parsed (see attributes.py); computation-valued attributes hold the
-HloComputation itself, so renaming or cloning cannot leave a dangling name.
+HloComputation itself, so renaming or cloning cannot leave a dangling name. The IR also owns its
+text: ``print_module`` is the parser's inverse.
 """
 
 from __future__ import annotations
@@ -475,7 +476,6 @@ class HloModule:
 
     # -- text and comparison -----------------------------------------------------------------
     def to_text(self) -> str:
-        from neuron_sim.hlo.printer import print_module
         return print_module(self)
 
     def __str__(self) -> str:
@@ -495,3 +495,32 @@ class HloModule:
 
     def __repr__(self) -> str:
         return f"<HloModule {self.name}: {len(self.computations)} computations>"
+
+
+# =============================================================================================
+# Text: the IR owns its printing, so the parser's inverse lives next to the types it prints.
+
+
+def print_header(module: HloModule) -> str:
+    """The ``HloModule name, key=value, ...`` line."""
+    parts = [f"HloModule {module.name}"]
+    parts += [f"{key}={format_attribute(key, value)}" for key, value in module.header.items()]
+    return ", ".join(parts)
+
+
+def print_module(module: HloModule) -> str:
+    """The module's text in XLA's syntax; like XLA, every computation is followed by a blank line.
+
+    A parsed module prints in the style it was written in (``%`` sigils, computation signatures,
+    operand shapes), with attributes in the order they were parsed, so a diff against XLA's own
+    dump stays empty. ``print(parse(print(m))) == print(m)`` holds for every module.
+    """
+    blocks = [print_header(module)]
+    if module.sections:
+        blocks.append(module.sections)
+    for comp in module.computations:
+        blocks.append(comp.to_text(percent=module.style_percent,
+                                   operand_shapes=module.style_operand_shapes,
+                                   signature=module.style_signatures,
+                                   index_comments=module.style_index_comments))
+    return "\n\n".join(blocks) + "\n\n"
