@@ -13,15 +13,16 @@ usage, bad input, or an op the interpreter cannot execute.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from typing import Any
 
 import numpy as np
 
-from neuron_sim.cli import EXIT_OK, EXIT_PROBLEM, UsageError
-from neuron_sim.commands import add_topology_arguments, load_module, topology_from_args
+from neuron_sim.commands import (EXIT_OK, EXIT_PROBLEM, UsageError, add_json_argument,
+                                 add_seed_argument, add_timeout_argument,
+                                 add_topology_arguments, module_and_topology,
+                                 print_json)
 from neuron_sim.hlo import HloModule
 from neuron_sim.hlo.shapes import ArrayShape
 from neuron_sim.io import output_arrays, read_npz, write_npz
@@ -42,12 +43,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     data.add_argument("--inputs", metavar="IN.npz",
                       help="arg{i} for entry parameter i, shaped [D, *shape] (per device) or "
                            "shape (same on every device); bf16/f8 may be raw bytes (|V2, |V1)")
-    data.add_argument("--seed", type=int, metavar="S",
+    add_seed_argument(data, default=None,
                       help="draw inputs (distinct per device) when --inputs is not given; "
                            "also seeds rng ops (default 0)")
     data.add_argument("-o", "--output", metavar="OUT.npz",
                       help="write out{j} = result leaf j, shaped [D, *shape] (atomically)")
-    data.add_argument("--json", action="store_true", help="machine-readable output")
+    add_json_argument(data)
     backend = parser.add_argument_group("backend")
     backend.add_argument("--backend", choices=("local", "mpi"), default="local",
                          help="local: every device in this process (default); mpi: one process "
@@ -55,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     backend.add_argument("--mpi-mode", choices=("exact", "native"), default="exact",
                          help="mpi only: exact = bit-identical to local (default); native = "
                               "MPI's own reductions")
-    backend.add_argument("--timeout", type=float, default=None, metavar="S",
+    add_timeout_argument(backend, default=None, metavar="S",
                          help="mpi only: end the run after S seconds (default 600; 0 disables)")
     backend.add_argument("--output-per-rank", action="store_true",
                          help="mpi only: rank k writes OUT.rank{k}.npz with its own devices")
@@ -63,8 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    module = load_module(args.module)
-    topology = topology_from_args(args, module)
+    module, topology = module_and_topology(args)
     inputs = _read_inputs(args.inputs) if args.inputs else None
     if inputs is None and args.seed is None and _has_array_parameters(module):
         raise UsageError(f"{args.module}: the entry computation has parameters; give "
@@ -154,8 +154,7 @@ def _report(args, module: HloModule, topology: Topology, outputs: list[np.ndarra
         else:
             for entry, array in zip(record["outputs"], outputs):
                 entry["values"] = [_json_values(row) for row in array]
-        json.dump(record, sys.stdout, indent=1)
-        print()
+        print_json(record, indent=1)
         return
     if args.output:
         print(f"{args.module}: ran on {topology.num_devices} devices (topology {topology}); "

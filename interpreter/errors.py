@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from neuron_sim.errors import UserError
 from neuron_sim.hlo import HloInstruction
 
 # Attributes that say nothing about what an instruction computes; left out of error messages.
@@ -83,7 +84,7 @@ class CollectiveMismatchError(InterpreterError):
         super().__init__(reason, instruction)
 
 
-class InputError(ValueError):
+class InputError(UserError):
     """Inputs that do not fit the entry computation's parameters (names the parameter)."""
 
 

@@ -1,7 +1,14 @@
-"""Subcommands that need only the model of programs and machines: ``check``.
+"""The command scaffold every subcommand stands on: exit codes, errors, shared flag groups.
 
-Also the topology options every command that runs or verifies a module shares
-(``--replicas``, ``--partitions``, ``--device-assignment``), so they are spelled and checked once.
+Each package contributes its subcommands through a ``commands.py`` module with a
+``register(subparsers)`` function; ``neuron_sim/cli.py`` wires them up. What they share is
+spelled here once, so every command reads the same flags the same way and fails the same way:
+
+* exit codes — 0 success, 1 the check found a problem, 2 bad usage or bad input, 130 interrupted;
+* errors — ``UserError`` (neuron_sim.errors) is the user's to fix: one sentence, exit 2; any
+  other exception is our bug: an internal error with a pointer to ``--debug``;
+* flag groups — ``--json``, the topology options, ``--seed``, ``--timeout``;
+* the prologue — read MODULE.hlo and the topology the user asked for.
 """
 
 from __future__ import annotations
@@ -9,13 +16,37 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
-from neuron_sim.hlo import HloModule, Opcode, parse_module_file
-from neuron_sim.hlo.checker import check_module
-from neuron_sim.topology import Topology, group_mode, parse_device_assignment, participant_groups
+from neuron_sim.errors import UsageError, UserError
+from neuron_sim.hlo import HloModule, parse_module_file
+from neuron_sim.topology import Topology, parse_device_assignment
+
+EXIT_OK = 0
+EXIT_PROBLEM = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+__all__ = [
+    "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PROBLEM", "EXIT_USAGE", "UsageError", "UserError",
+    "add_json_argument", "add_seed_argument", "add_timeout_argument", "add_topology_arguments",
+    "error_message", "is_user_error", "load_module", "module_and_topology", "print_json",
+    "topology_from_args",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Shared flag groups.
+
+
+def add_json_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+                      help: str = "machine-readable output on stdout") -> None:
+    """``--json``: the command reports as JSON on stdout instead of text."""
+    parser.add_argument("--json", action="store_true", help=help)
 
 
 def add_topology_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--replicas``, ``--partitions``, ``--device-assignment`` (defaults: the module header)."""
     group = parser.add_argument_group("topology (defaults: the module header)")
     group.add_argument("--replicas", type=int, metavar="R",
                        help="replica count (default: the header's replica_count, else 1)")
@@ -24,6 +55,27 @@ def add_topology_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--device-assignment", metavar="'{{0,1},{2,3}}'",
                        help="R x P physical device ids, row r = replica r "
                             "(default: XLA's partition-major assignment)")
+
+
+def add_seed_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *,
+                      default: int | None, help: str) -> None:
+    """``--seed S``: the seed of whatever the command draws at random."""
+    parser.add_argument("--seed", type=int, default=default, metavar="S", help=help)
+
+
+def add_timeout_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *,
+                         default: float | None, help: str, metavar: str = "SECONDS") -> None:
+    """``--timeout SECONDS``: a time limit (0 disables it where the command says so)."""
+    parser.add_argument("--timeout", type=float, default=default, metavar=metavar, help=help)
+
+
+# --------------------------------------------------------------------------------------------
+# The prologue.
+
+
+def load_module(path: str) -> HloModule:
+    """Parse a module file (HloParseError and OSError reach the CLI as one-line errors)."""
+    return parse_module_file(path)
 
 
 def topology_from_args(args: argparse.Namespace, module: HloModule) -> Topology:
@@ -36,81 +88,36 @@ def topology_from_args(args: argparse.Namespace, module: HloModule) -> Topology:
     return Topology(replicas, partitions, assignment)
 
 
-def load_module(path: str) -> HloModule:
-    """Parse a module file (HloParseError and OSError reach the CLI as one-line errors)."""
-    return parse_module_file(path)
-
-
-def describe_collectives(module: HloModule, topology: Topology) -> list[dict]:
-    """One record per collective: instruction, opcode, group mode and participant groups."""
-    records = []
-    for comp in module.computations:
-        for inst in comp.instructions:
-            if not inst.opcode.is_collective:
-                continue
-            mode = group_mode(inst.opcode.spelling, inst.channel_id is not None,
-                              inst.use_global_device_ids)
-            record = {"computation": comp.name, "instruction": inst.name,
-                      "opcode": inst.opcode.spelling, "group_mode": str(mode),
-                      "channel_id": inst.channel_id}
-            if inst.has("source_target_pairs"):
-                record["source_target_pairs"] = [list(p) for p in inst.get("source_target_pairs").pairs]
-            else:
-                groups = participant_groups(mode, inst.replica_groups, topology)
-                record["replica_groups"] = inst.replica_groups.to_text() if inst.replica_groups \
-                    else "{}"
-                record["participant_groups"] = [list(g) for g in groups]
-            records.append(record)
-    return records
-
-
-def _check(args: argparse.Namespace) -> int:
+def module_and_topology(args: argparse.Namespace) -> tuple[HloModule, Topology]:
+    """``args.module`` parsed, and the topology of the topology options for it."""
     module = load_module(args.module)
-    topology = topology_from_args(args, module)
-    check_module(module, topology)
-    collectives = describe_collectives(module, topology)
-    n_instructions = sum(len(c.instructions) for c in module.computations)
-    summary = {
-        "module": module.name, "file": args.module, "ok": True,
-        "computations": len(module.computations), "instructions": n_instructions,
-        "entry": module.entry.name, "replica_count": topology.replica_count,
-        "num_partitions": topology.num_partitions, "collectives": collectives,
-    }
-    if args.json:
-        json.dump(summary, sys.stdout, indent=2)
-        print()
-        return 0
-    print(f"{args.module}: OK — module {module.name}, {len(module.computations)} computations, "
-          f"{n_instructions} instructions, topology {topology} "
-          f"({topology.num_devices} devices)")
-    if collectives:
-        from rich.console import Console
-        from rich.table import Table
-
-        table = Table(title=f"{len(collectives)} collectives", title_justify="left")
-        for column in ("instruction", "opcode", "group mode", "groups (flattened device ids)"):
-            table.add_column(column)
-        for rec in collectives:
-            if "participant_groups" in rec:
-                groups = _short_groups(rec["participant_groups"])
-            else:
-                groups = "pairs " + _short_groups(rec["source_target_pairs"])
-            table.add_row("%" + rec["instruction"], rec["opcode"], rec["group_mode"], groups)
-        Console(width=120).print(table)
-    return 0
+    return module, topology_from_args(args, module)
 
 
-def _short_groups(groups: list[list[int]], limit: int = 8) -> str:
-    text = ", ".join("{" + ",".join(map(str, g)) + "}" for g in groups[:limit])
-    return text + (f", ... ({len(groups)} in all)" if len(groups) > limit else "")
+def print_json(data: Any, *, indent: int = 2) -> None:
+    """``data`` as JSON on stdout, newline-terminated."""
+    json.dump(data, sys.stdout, indent=indent)
+    print()
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    check = subparsers.add_parser(
-        "check", help="parse and verify a module; summarize its collectives",
-        description="Parse MODULE.hlo, verify shapes and replica groups (XLA's rules), and print "
-                    "its computations, instructions and collectives with their group modes.")
-    check.add_argument("module", metavar="MODULE.hlo")
-    add_topology_arguments(check)
-    check.add_argument("--json", action="store_true", help="machine-readable output")
-    check.set_defaults(handler=_check)
+# --------------------------------------------------------------------------------------------
+# Errors.
+
+
+def is_user_error(exc: BaseException) -> bool:
+    """Is ``exc`` a problem in what the user gave us (exit 2, one sentence)? Anything else that
+    escapes a command — a bare ValueError included — is our own bug."""
+    return isinstance(exc, (UserError, OSError, UnicodeDecodeError))
+
+
+def error_message(exc: BaseException) -> str:
+    """One clear sentence for an error a user can fix (HLO parse errors also show the line)."""
+    if isinstance(exc, FileNotFoundError):
+        return f"{exc.filename}: no such file"
+    if isinstance(exc, IsADirectoryError):
+        return f"{exc.filename}: is a directory"
+    if isinstance(exc, PermissionError):
+        return f"{exc.filename}: permission denied"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"input is not UTF-8 text: {exc.reason}"
+    return str(exc) or type(exc).__name__

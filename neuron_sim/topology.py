@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from neuron_sim.errors import UserError
 from neuron_sim.hlo.replica_groups import (
     IntGroups,
     ReplicaGroupError,
@@ -28,6 +29,12 @@ from neuron_sim.hlo.replica_groups import (
     format_int_lists,
     parse_int_lists,
 )
+
+
+
+class TopologyError(UserError):
+    """A topology, device assignment or group mode that does not fit (one sentence)."""
+
 
 # --------------------------------------------------------------------------------------------
 # Group modes.
@@ -77,16 +84,16 @@ def group_mode(
     if name in _GLOBAL_ID_OPCODES:
         if use_global_device_ids:
             if not has_channel_id:
-                raise ValueError(
+                raise TopologyError(
                     f"{name} with use_global_device_ids=true must also have a channel_id"
                 )
             return GroupMode.FLATTENED_ID
         return GroupMode.CROSS_REPLICA_AND_PARTITION if has_channel_id else GroupMode.CROSS_REPLICA
     if name in _CHANNEL_ONLY_OPCODES:
         if use_global_device_ids:
-            raise ValueError(f"{name} has no use_global_device_ids attribute")
+            raise TopologyError(f"{name} has no use_global_device_ids attribute")
         return GroupMode.CROSS_PARTITION if has_channel_id else GroupMode.CROSS_REPLICA
-    raise ValueError(f"{name!r} is not a collective, so it has no group mode")
+    raise TopologyError(f"{name!r} is not a collective, so it has no group mode")
 
 
 # --------------------------------------------------------------------------------------------
@@ -153,9 +160,9 @@ class Topology:
     def flattened_id(self, replica: int, partition: int) -> int:
         """``replica * num_partitions + partition``."""
         if not 0 <= replica < self.replica_count:
-            raise ValueError(f"replica {replica} is out of range for {self.replica_count} replicas")
+            raise TopologyError(f"replica {replica} is out of range for {self.replica_count} replicas")
         if not 0 <= partition < self.num_partitions:
-            raise ValueError(
+            raise TopologyError(
                 f"partition {partition} is out of range for {self.num_partitions} partitions"
             )
         return replica * self.num_partitions + partition
@@ -175,11 +182,11 @@ class Topology:
         try:
             return self._flattened_of_physical[device]
         except KeyError:
-            raise ValueError(f"physical device {device} is not in the device assignment") from None
+            raise TopologyError(f"physical device {device} is not in the device assignment") from None
 
     def _check_flattened(self, flattened_id: int) -> None:
         if not 0 <= flattened_id < self.num_devices:
-            raise ValueError(
+            raise TopologyError(
                 f"flattened device id {flattened_id} is out of range for {self.num_devices} "
                 f"devices ({self})"
             )
@@ -198,7 +205,7 @@ class Topology:
         """
         match = _TOPOLOGY_RE.fullmatch(text)
         if match is None:
-            raise ValueError(
+            raise TopologyError(
                 f"topology {text!r} is not of the form RxP (replicas x partitions), e.g. 2x4, "
                 "optionally followed by da={{...}}"
             )
@@ -222,14 +229,14 @@ def parse_device_assignment(text: str) -> IntGroups:
     try:
         rows = parse_int_lists(text, "device assignment")
     except ReplicaGroupError as error:
-        raise ValueError(
+        raise TopologyError(
             f"malformed device assignment {text!r} at character {error.offset}: {error}"
         ) from None
     if not rows:
-        raise ValueError("a device assignment needs at least one row (replica)")
+        raise TopologyError("a device assignment needs at least one row (replica)")
     for r, row in enumerate(rows):
         if len(row) != len(rows[0]):
-            raise ValueError(
+            raise TopologyError(
                 f"device assignment row {r} has {len(row)} devices but row 0 has {len(rows[0])}; "
                 "every replica needs one device per partition"
             )
@@ -238,13 +245,13 @@ def parse_device_assignment(text: str) -> IntGroups:
 
 def _positive_int(value: object, name: str) -> int:
     if isinstance(value, bool):
-        raise ValueError(f"{name} must be a positive integer, not a bool")
+        raise TopologyError(f"{name} must be a positive integer, not a bool")
     try:
         number = operator.index(value)  # type: ignore[arg-type]
     except TypeError:
-        raise ValueError(f"{name} must be a positive integer, not {value!r}") from None
+        raise TopologyError(f"{name} must be a positive integer, not {value!r}") from None
     if number <= 0:
-        raise ValueError(f"{name} must be a positive integer, not {number}")
+        raise TopologyError(f"{name} must be a positive integer, not {number}")
     return number
 
 
@@ -252,23 +259,23 @@ def _checked_assignment(assignment: object, replicas: int, partitions: int) -> I
     try:
         rows = tuple(tuple(operator.index(d) for d in row) for row in assignment)  # type: ignore
     except TypeError:
-        raise ValueError("a device assignment is rows (replicas) of integer device ids") from None
+        raise TopologyError("a device assignment is rows (replicas) of integer device ids") from None
     if len(rows) != replicas:
-        raise ValueError(
+        raise TopologyError(
             f"the device assignment has {len(rows)} rows but there are {replicas} replicas"
         )
     seen: set[int] = set()
     for r, row in enumerate(rows):
         if len(row) != partitions:
-            raise ValueError(
+            raise TopologyError(
                 f"device assignment row {r} has {len(row)} devices but there are "
                 f"{partitions} partitions"
             )
         for device in row:
             if device < 0:
-                raise ValueError(f"physical device id {device} is negative")
+                raise TopologyError(f"physical device id {device} is negative")
             if device in seen:
-                raise ValueError(
+                raise TopologyError(
                     f"physical device {device} appears twice in the device assignment"
                 )
             seen.add(device)
@@ -478,4 +485,4 @@ def permute_pairs_flattened(
     if mode is GroupMode.CROSS_PARTITION:
         pairs.validate(P)
         return tuple((r * P + s, r * P + t) for r in range(R) for s, t in pairs.pairs)
-    raise ValueError(f"collective-permute is CrossReplica or CrossPartition, never {mode}")
+    raise TopologyError(f"collective-permute is CrossReplica or CrossPartition, never {mode}")

@@ -19,6 +19,7 @@ import pkgutil
 from dataclasses import dataclass
 from typing import Callable, ClassVar, Iterable, TypeVar
 
+from neuron_sim.errors import UserError
 from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
 
 
@@ -44,11 +45,11 @@ class SeedStatus(str, enum.Enum):
         return self.value
 
 
-class PassError(ValueError):
+class PassError(UserError):
     """A pass failed; the module it ran on is unchanged. The cause is chained."""
 
 
-class UnknownPassError(ValueError):
+class UnknownPassError(UserError):
     """A pass name that is neither a registry key nor a pass class name."""
 
 

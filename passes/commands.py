@@ -11,10 +11,10 @@ that fails) are ValueErrors: the CLI prints them as one sentence and exits with 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from neuron_sim.hlo import HloModule, parse_module_file
+from neuron_sim.commands import EXIT_OK, UsageError, add_json_argument, load_module, print_json
+from neuron_sim.hlo import HloModule
 from neuron_sim.io import atomic_write_text
 from passes.base import HloPass, PassPipeline, get_pass, list_passes
 
@@ -23,7 +23,7 @@ def parse_pass_list(text: str) -> list[HloPass]:
     """``"a,b"`` -> [get_pass("a"), get_pass("b")]; unknown names raise UnknownPassError."""
     names = [name.strip() for name in text.split(",")]
     if not text.strip() or any(not name for name in names):
-        raise ValueError(f"--passes {text!r} has an empty pass name; give a comma-separated list "
+        raise UsageError(f"--passes {text!r} has an empty pass name; give a comma-separated list "
                          "such as --passes aws_neuron_delete_permute,dce")
     return [get_pass(name) for name in names]
 
@@ -59,7 +59,7 @@ def explain_lines(pipeline_passes: list[HloPass], module: HloModule) -> list[str
 
 def _opt(args: argparse.Namespace) -> int:
     pipeline_passes = parse_pass_list(args.passes)
-    module = parse_module_file(args.module)
+    module = load_module(args.module)
     explanations = explain_lines(pipeline_passes, module) if args.explain else []
     pipeline = PassPipeline(pipeline_passes, name="opt")
     changed = pipeline.run(module)
@@ -77,9 +77,8 @@ def _opt(args: argparse.Namespace) -> int:
             report["explain"] = explanations
         if not args.output:
             report["text"] = text
-        json.dump(report, sys.stdout, indent=2)
-        print()
-        return 0
+        print_json(report)
+        return EXIT_OK
     if not args.output:
         sys.stdout.write(text)
     for line in explanations:
@@ -97,9 +96,8 @@ def _opt(args: argparse.Namespace) -> int:
 def _passes(args: argparse.Namespace) -> int:
     infos = list_passes()
     if args.json:
-        json.dump([info.to_json() for info in infos], sys.stdout, indent=2)
-        print()
-        return 0
+        print_json([info.to_json() for info in infos])
+        return EXIT_OK
     header = ("key", "class", "seed status", "contract")
     rows = [(info.key, info.class_name, info.seed_status, info.contract) for info in infos]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
@@ -119,8 +117,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="registry keys or class names; see `neuron-sim passes`")
     opt.add_argument("-o", "--output", metavar="OUT.hlo",
                      help="write the module here (atomically) instead of stdout")
-    opt.add_argument("--json", action="store_true",
-                     help="machine-readable report on stdout (module text under 'text')")
+    add_json_argument(opt, help="machine-readable report on stdout (module text under 'text')")
     opt.add_argument("--explain", action="store_true",
                      help="say, for each candidate of an explaining matcher, which check "
                           "rejected it")
@@ -131,6 +128,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="List every registered pass with its registry key, class, how faithfully "
                     "it follows its seed (faithful / our reading / inferred) and its "
                     "verification contract (exact / refinement / changes-results).")
-    listing.add_argument("--json", action="store_true",
-                         help="machine-readable list (adds seed section and summary)")
+    add_json_argument(listing, help="machine-readable list (adds seed section and summary)")
     listing.set_defaults(handler=_passes)

@@ -12,13 +12,14 @@ ERROR — our limitation — or FAILED_TO_PROVE).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from neuron_sim.commands import add_topology_arguments, load_module, topology_from_args
+from neuron_sim.commands import (UsageError, add_json_argument, add_seed_argument,
+                                 add_timeout_argument, add_topology_arguments, load_module,
+                                 print_json, topology_from_args)
 from neuron_sim.hlo.ir import HloModule
 from neuron_sim.topology import Topology
 from verify.differential import DEFAULT_TIMEOUT, DEFAULT_TRIALS
@@ -65,14 +66,14 @@ def _verify(args: argparse.Namespace) -> int:
         write_counterexample
 
     if args.trials < 1:
-        raise ValueError(f"--trials must be at least 1, not {args.trials}")
+        raise UsageError(f"--trials must be at least 1, not {args.trials}")
     before = load_module(args.modules[0])
     if len(args.modules) > 2:
-        raise ValueError("give one module and --passes, or two modules (BEFORE.hlo AFTER.hlo)")
+        raise UsageError("give one module and --passes, or two modules (BEFORE.hlo AFTER.hlo)")
     if len(args.modules) == 2 and args.passes:
-        raise ValueError("give either --passes or a second module, not both")
+        raise UsageError("give either --passes or a second module, not both")
     if len(args.modules) == 1 and not args.passes:
-        raise ValueError("give --passes a,b to rewrite MODULE.hlo, or a second module AFTER.hlo "
+        raise UsageError("give --passes a,b to rewrite MODULE.hlo, or a second module AFTER.hlo "
                          "to compare with")
     topologies = topologies_from_args(args, before)
     inputs = load_inputs(args.inputs, before) if args.inputs else None
@@ -91,8 +92,7 @@ def _verify(args: argparse.Namespace) -> int:
         data["summary"] = summary_line([result])
         if files:
             data["files"] = files
-        json.dump(data, sys.stdout, indent=2)
-        print()
+        print_json(data)
     else:
         print(format_result(result))
         if files:
@@ -127,17 +127,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help=f"input sets per topology (default {DEFAULT_TRIALS}, one of each "
                              "style: distinct per device with ties, exactly representable, the "
                              "module's constants, signed zeros and infinities, NaN, extremes)")
-    verify.add_argument("--seed", type=int, default=0, metavar="S",
-                        help="seed of the input generator (default 0)")
+    add_seed_argument(verify, default=0, help="seed of the input generator (default 0)")
     verify.add_argument("--inputs", metavar="IN.npz",
                         help="check exactly these inputs (arg{i}, shaped [D, *shape] or shape)")
     verify.add_argument("--contract", default="exact",
                         choices=("exact", "refinement", "changes-results"),
                         help="comparison for BEFORE/AFTER (with --passes: the passes' contract)")
-    verify.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                        help=f"time limit of one execution of the source (default "
-                             f"{DEFAULT_TIMEOUT:g}); a source that runs longer is not compared "
-                             "on that input")
+    add_timeout_argument(verify, default=DEFAULT_TIMEOUT,
+                         help=f"time limit of one execution of the source (default "
+                              f"{DEFAULT_TIMEOUT:g}); a source that runs longer is not compared "
+                              "on that input")
     verify.add_argument("--backend", default="local", choices=("local", "mpi"),
                         help="interpreter backend (default local)")
     verify.add_argument("--no-minimize", action="store_true",
@@ -145,7 +144,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     verify.add_argument("--out", metavar="DIR",
                         help="write before.hlo, after.hlo, inputs.npz, report.json and "
                              "reproduce.sh here")
-    verify.add_argument("--json", action="store_true", help="machine-readable report")
+    add_json_argument(verify, help="machine-readable report")
     verify.set_defaults(handler=_verify)
 
     demo = subparsers.add_parser(
@@ -156,5 +155,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "code 0 if every verdict is the documented one.")
     demo.add_argument("--trials", type=int, default=DEFAULT_TRIALS, metavar="N",
                       help=argparse.SUPPRESS)
-    demo.add_argument("--seed", type=int, default=0, metavar="S", help=argparse.SUPPRESS)
+    add_seed_argument(demo, default=0, help=argparse.SUPPRESS)
     demo.set_defaults(handler=_demo)

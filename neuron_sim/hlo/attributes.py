@@ -14,10 +14,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from neuron_sim.errors import UserError
 from neuron_sim.hlo.replica_groups import ReplicaGroupError, ReplicaGroups, SourceTargetPairs
 
 
-class AttributeSyntaxError(ValueError):
+class AttributeSyntaxError(UserError):
     def __init__(self, message: str, offset: int = 0) -> None:
         super().__init__(message)
         self.offset = offset

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from neuron_sim.errors import UserError
 from neuron_sim.hlo.attributes import ConvDimLabels, Raw, Window
 from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
@@ -37,7 +38,7 @@ __all__ = ["HloCheckError", "check_instruction", "check_module", "infer_shape"]
 # Errors and the rule context.
 
 
-class HloCheckError(ValueError):
+class HloCheckError(UserError):
     """A module, computation or instruction that breaks an HLO rule.
 
     ``reason`` is the rule that was broken; ``computation`` and ``instruction`` are the names

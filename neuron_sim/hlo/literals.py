@@ -12,11 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from neuron_sim.errors import UserError
 from neuron_sim.hlo.dtypes import ElementType, Kind
 from neuron_sim.hlo.shapes import ArrayShape, Shape, TupleShape
 
 
-class LiteralError(ValueError):
+class LiteralError(UserError):
     def __init__(self, message: str, offset: int = 0) -> None:
         super().__init__(message)
         self.offset = offset

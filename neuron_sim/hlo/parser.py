@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from neuron_sim.errors import UserError
 from neuron_sim.hlo.attributes import (COMPUTATION_ATTRIBUTES, COMPUTATION_LIST_ATTRIBUTES,
                                        AttributeSyntaxError, Raw, parse_attribute)
 from neuron_sim.hlo.dtypes import SCALAR_ONLY_TYPES, ElementType
@@ -20,7 +21,7 @@ from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import UNBOUNDED, ArrayShape, Layout, Shape, TupleShape
 
 
-class HloParseError(ValueError):
+class HloParseError(UserError):
     """A syntax or reference error in HLO text, located at file:line:col."""
 
     def __init__(self, message: str, filename: str, line: int, col: int, source_line: str) -> None:

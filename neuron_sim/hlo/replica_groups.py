@@ -19,10 +19,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from neuron_sim.errors import UserError
+
 IntGroups = tuple[tuple[int, ...], ...]
 
 
-class ReplicaGroupError(ValueError):
+class ReplicaGroupError(UserError):
     """Malformed or invalid replica groups / source-target pairs.
 
     ``offset`` is the 0-based character offset into the text being parsed where the problem was

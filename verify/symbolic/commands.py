@@ -17,15 +17,13 @@ Exit codes: 0 every pair (every pool) proven sound, 1 any refuted, 2 bad usage o
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
-from neuron_sim.commands import add_topology_arguments, load_module, topology_from_args
+from neuron_sim.commands import (EXIT_OK, EXIT_PROBLEM, UsageError, add_json_argument,
+                                 add_topology_arguments, module_and_topology, print_json)
 
-EXIT_PROVEN = 0
-EXIT_REFUTED = 1
-EXIT_USAGE = 2
+EXIT_PROVEN = EXIT_OK
+EXIT_REFUTED = EXIT_PROBLEM
 EXIT_FAILED_TO_PROVE = 3
 
 
@@ -47,17 +45,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="--pools: bound on G*g (default 4096)")
     prove.add_argument("--no-replay", action="store_true",
                        help="--pools: do not replay refutations through the interpreter")
-    prove.add_argument("--json", action="store_true", help="machine-readable output")
+    add_json_argument(prove)
     prove.set_defaults(handler=run_prove)
 
 
 def run_prove(args: argparse.Namespace) -> int:
     if args.pools:
         if args.module:
-            raise ValueError("give either MODULE.hlo or --pools, not both")
+            raise UsageError("give either MODULE.hlo or --pools, not both")
         return _prove_pools(args)
     if not args.module:
-        raise ValueError("prove needs MODULE.hlo (or --pools)")
+        raise UsageError("prove needs MODULE.hlo (or --pools)")
     return _prove_module(args)
 
 
@@ -68,8 +66,7 @@ def _prove_module(args: argparse.Namespace) -> int:
     from verify.symbolic.fold_proof import Status, pair_group_mode, prove_pair
     from verify.symbolic.seed_matchers import seed_matches
 
-    module = load_module(args.module)
-    topology = topology_from_args(args, module)
+    module, topology = module_and_topology(args)
     records = []
     for pair in find_ar_ds_pairs(module):
         proof = prove_pair(pair, topology)
@@ -79,11 +76,12 @@ def _prove_module(args: argparse.Namespace) -> int:
             else EXIT_FAILED_TO_PROVE if Status.FAILED_TO_PROVE in statuses else EXIT_PROVEN)
     counts = {str(s): statuses.count(s) for s in Status}
     if args.json:
-        _dump({"module": module.name, "file": args.module, "topology": str(topology),
-               "devices": topology.num_devices,
-               "pairs": [{**proof.to_json(), "seed_matchers": [m.to_json() for m in matches]}
-                         for _, proof, matches, _ in records],
-               "summary": counts, "exit_code": code})
+        print_json({"module": module.name, "file": args.module, "topology": str(topology),
+                    "devices": topology.num_devices,
+                    "pairs": [{**proof.to_json(),
+                               "seed_matchers": [m.to_json() for m in matches]}
+                              for _, proof, matches, _ in records],
+                    "summary": counts, "exit_code": code})
         return code
     noun = "pair" if len(records) == 1 else "pairs"
     print(f"{args.module}: {len(records)} all-reduce + dynamic-slice {noun}, topology "
@@ -120,7 +118,7 @@ def _prove_pools(args: argparse.Namespace) -> int:
     from verify.symbolic.pool_theorems import pool_table, prove_lemmas
 
     if not 1 <= args.max_devices <= 8191:
-        raise ValueError(f"--max-devices must be between 1 and 8191, not {args.max_devices}")
+        raise UsageError(f"--max-devices must be between 1 and 8191, not {args.max_devices}")
     lemmas = prove_lemmas()
     if not all(lemmas.values()):
         raise RuntimeError("a lemma of the pool model failed: " + ", ".join(
@@ -149,8 +147,8 @@ def _prove_pools(args: argparse.Namespace) -> int:
                                   "mismatching_devices": list(replay.mismatching[:16]),
                                   "agrees": replay.agrees}
             data.append(item)
-        _dump({"max_devices": args.max_devices, "model": _MODEL_TEXT, "rows": data,
-               "exit_code": code})
+        print_json({"max_devices": args.max_devices, "model": _MODEL_TEXT, "rows": data,
+                    "exit_code": code})
         return code
     _print_pool_table(rows, replays, args.max_devices)
     for row in unproven:
@@ -189,7 +187,3 @@ def _print_pool_table(rows: list, replays: dict, max_devices: int) -> None:
             f"{row.seconds:.1f}s")
     Console(width=160).print(table)
 
-
-def _dump(data: dict) -> None:
-    json.dump(data, sys.stdout, indent=2)
-    print()
