@@ -77,8 +77,8 @@ def test_well_formed_fixture_is_accepted(name: str) -> None:
 
 
 def test_every_opcode_has_a_shape_rule() -> None:
-    from neuron_sim.hlo.checker import _RULES
-    assert [op.spelling for op in Opcode if op not in _RULES] == []
+    from neuron_sim.hlo.checks.registry import RULES
+    assert [op.spelling for op in Opcode if op not in RULES] == []
 
 
 # Shapes written by hand from XLA's rules (layouts ignored).

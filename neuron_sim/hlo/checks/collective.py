@@ -1,0 +1,259 @@
+"""Shape rules of the collectives and the device-identity ops: replica groups are validated on the
+topology (SEMANTICS.md §2), and gather / scatter shard counts must equal the group size.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from neuron_sim.hlo.checks.core import Context, Invalid, RuleTable, fmt
+from neuron_sim.hlo.checks.helpers import (array_shape, declared_result, declared_tail, join,
+                                           program_shape, tuple_element, tuple_or_single)
+from neuron_sim.hlo.dtypes import ElementType
+from neuron_sim.hlo.opcodes import Opcode
+from neuron_sim.hlo.replica_groups import ReplicaGroupError, ReplicaGroups, SourceTargetPairs
+from neuron_sim.hlo.shapes import ArrayShape, Shape, TupleShape, scalar
+from neuron_sim.topology import GroupMode, group_mode, validate_replica_groups
+
+RULES = RuleTable("collective")
+
+
+def _check_binary_scalar_reducer(ctx: Context, types: Sequence[ElementType]) -> None:
+    """The to_apply of all-reduce / reduce-scatter: (T[], T[]) -> T[] for every operand type T."""
+    comp = ctx.computation("to_apply")
+    params, result = program_shape(comp)
+    if len(params) != 2:
+        raise Invalid(f"to_apply {comp.name} must take 2 parameters but takes {len(params)}")
+    for et in types:
+        expected = scalar(et)
+        for i, shape in enumerate(params + [result]):
+            if not expected.compatible(shape):
+                where = f"parameter {i}" if i < 2 else "the result"
+                raise Invalid(f"{where} of to_apply {comp.name} has shape {fmt(shape)} but "
+                              f"the operands are {et}, so it must be {fmt(expected)}")
+
+
+def _mode(ctx: Context, sync_opcode: Opcode | None = None) -> GroupMode:
+    try:
+        return group_mode((sync_opcode or ctx.opcode).spelling, ctx.inst.channel_id is not None,
+                          ctx.inst.use_global_device_ids)
+    except ValueError as exc:
+        raise Invalid(str(exc)) from None
+
+
+def _checked_group_size(ctx: Context, *, uniform: bool) -> int:
+    """Validate replica_groups (SEMANTICS.md §2) and return the participant group size.
+
+    The size is XLA's GetSubgroupSize: the first group's length ({} means all replicas,
+    partitions or both), times the partition count in CrossReplicaAndPartition mode.
+    """
+    mode = _mode(ctx)
+    groups = ctx.inst.attrs.get("replica_groups") or ReplicaGroups()
+    try:
+        validate_replica_groups(mode, groups, ctx.topology, uniform_required=uniform)
+    except ReplicaGroupError as exc:
+        raise Invalid(f"{exc} ({mode} mode on {ctx.topology.replica_count} replicas x "
+                      f"{ctx.topology.num_partitions} partitions)") from None
+    R, P = ctx.topology.replica_count, ctx.topology.num_partitions
+    if groups.is_empty:
+        return {GroupMode.CROSS_REPLICA: R, GroupMode.CROSS_PARTITION: P,
+                GroupMode.CROSS_REPLICA_AND_PARTITION: R * P}[mode]
+    size = len(groups.groups[0])
+    return size * P if mode is GroupMode.CROSS_REPLICA_AND_PARTITION else size
+
+
+def _collective_dim(ctx: Context, shapes: Sequence[ArrayShape]) -> int:
+    dims = ctx.dims_attr("dimensions")
+    if len(dims) != 1:
+        raise Invalid(f"{ctx.name} needs exactly one dimension, not {{{join(dims)}}}")
+    for i, shape in enumerate(shapes):
+        if not 0 <= dims[0] < shape.rank:
+            raise Invalid(f"{ctx.name} dimension {dims[0]} is out of range for operand {i} "
+                          f"{fmt(shape)}")
+    return dims[0]
+
+
+def _shard_count(ctx: Context, group_size: int, operand: ArrayShape, d: int,
+                 declared: ArrayShape | None, *, gather: bool) -> int:
+    """The shard count the declared result implies, which must equal the group size.
+
+    XLA skips the comparison when the group size is 1 because the replica and partition counts
+    were left at their defaults; we skip it only then (a one-device topology), and take the
+    declared count, so singleton groups on a larger topology still have to match.
+    """
+    if declared is None or declared.rank != operand.rank:
+        return group_size
+    big, small = (declared, operand) if gather else (operand, declared)
+    if small.dims[d] == 0:
+        return group_size
+    shards = -(-big.dims[d] // small.dims[d])
+    if shards == group_size:
+        return shards
+    if group_size == 1 and ctx.topology.num_devices == 1:
+        return shards
+    direction = "output" if gather else "operand"
+    raise Invalid(f"{ctx.name} shard count {shards} ({direction} dimension {d} is "
+                  f"{big.dims[d]}, the {'operand' if gather else 'output'}'s is "
+                  f"{small.dims[d]}) does not equal the replica group size {group_size}")
+
+
+@RULES.rule(Opcode.PARTITION_ID, Opcode.REPLICA_ID)
+def _device_id(ctx: Context) -> Shape:
+    return scalar(ElementType.U32)
+
+
+@RULES.rule(Opcode.ALL_REDUCE, Opcode.ALL_REDUCE_START)
+def _all_reduce(ctx: Context) -> Shape:
+    """The operands (a tuple if several); groups may differ in size; to_apply is
+    (T[], T[]) -> T[] for the operands' element type."""
+    ctx.require_operands(at_least=1)
+    shapes = ctx.arrays()
+    _checked_group_size(ctx, uniform=False)
+    _check_binary_scalar_reducer(ctx, sorted({s.element_type for s in shapes}, key=str))
+    return tuple_or_single(shapes)
+
+
+@RULES.rule(Opcode.ALL_GATHER_DONE, Opcode.COLLECTIVE_PERMUTE_DONE)
+def _collective_done(ctx: Context) -> Shape:
+    """The value element (index 1) of the matching start's tuple, like async-done."""
+    return tuple_element(ctx, 1)
+
+
+@RULES.rule(Opcode.ALL_REDUCE_DONE)
+def _all_reduce_done(ctx: Context) -> Shape:
+    return ctx.shape(0)
+
+
+def _all_gather_shapes(ctx: Context, declared_path: Callable[[int], list[int]]) -> list[Shape]:
+    ctx.require_operands(at_least=1)
+    shapes = ctx.arrays()
+    n = _checked_group_size(ctx, uniform=True)
+    d = _collective_dim(ctx, shapes)
+    shards = _shard_count(ctx, n, shapes[0], d, declared_result(ctx, declared_path(len(shapes))),
+                          gather=True)
+    return [array_shape(s.element_type, s.dims[:d] + (s.dims[d] * shards,) + s.dims[d + 1:])
+            for s in shapes]
+
+
+@RULES.rule(Opcode.ALL_GATHER)
+def _all_gather(ctx: Context) -> Shape:
+    """Dimension d multiplied by the group size (a tuple if several operands)."""
+    results = _all_gather_shapes(ctx, lambda n: [] if n == 1 else [0])
+    return tuple_or_single(results)
+
+
+@RULES.rule(Opcode.ALL_GATHER_START)
+def _all_gather_start(ctx: Context) -> Shape:
+    """(operand(s), all-gather result(s)), each a tuple when there are several operands."""
+    results = _all_gather_shapes(ctx, lambda n: [1] if n == 1 else [1, 0])
+    return TupleShape((tuple_or_single(ctx.shapes()), tuple_or_single(results)))
+
+
+@RULES.rule(Opcode.REDUCE_SCATTER)
+def _reduce_scatter(ctx: Context) -> Shape:
+    """Dimension d divided by the group size, which must divide it."""
+    ctx.require_operands(at_least=1)
+    shapes = ctx.arrays()
+    n = _checked_group_size(ctx, uniform=True)
+    d = _collective_dim(ctx, shapes)
+    _check_binary_scalar_reducer(ctx, sorted({s.element_type for s in shapes}, key=str))
+    declared = declared_result(ctx, [] if len(shapes) == 1 else [0])
+    shards = _shard_count(ctx, n, shapes[0], d, declared, gather=False)
+    results = []
+    for s in shapes:
+        if s.dims[d] % shards:
+            raise Invalid(f"reduce-scatter dimension {d} of {fmt(s)} is not divisible by the "
+                          f"shard count {shards}")
+        results.append(array_shape(s.element_type,
+                                   s.dims[:d] + (s.dims[d] // shards,) + s.dims[d + 1:]))
+    return tuple_or_single(results)
+
+
+@RULES.rule(Opcode.ALL_TO_ALL)
+def _all_to_all(ctx: Context) -> Shape:
+    """Array form (dimensions={d}): one operand whose dim d the group size divides; result is
+    the operand's shape. Tuple form: one operand per group member, all of one shape."""
+    ctx.require_operands(at_least=1)
+    shapes = ctx.arrays()
+    n = _checked_group_size(ctx, uniform=True)
+    if "dimensions" in ctx.inst.attrs:
+        ctx.require_operands(1)
+        d = _collective_dim(ctx, shapes)
+        if shapes[0].dims[d] % n:
+            raise Invalid(f"all-to-all dimension {d} of {fmt(shapes[0])} is not divisible by "
+                          f"the replica group size {n}")
+        return shapes[0]
+    if len(shapes) != n:
+        raise Invalid(f"tuple all-to-all has {len(shapes)} operands but the replica group "
+                      f"size is {n}")
+    for i, s in enumerate(shapes):
+        if not s.compatible(shapes[0]):
+            raise Invalid(f"all-to-all operand {i} {fmt(s)} differs from operand 0 "
+                          f"{fmt(shapes[0])}")
+    return TupleShape(tuple(shapes))
+
+
+@RULES.rule(Opcode.RAGGED_ALL_TO_ALL)
+def _ragged_all_to_all(ctx: Context) -> Shape:
+    """The output buffer operand (operand 1) is the result."""
+    _checked_group_size(ctx, uniform=True)
+    return ctx.array(1, "the output buffer")
+
+
+@RULES.rule(Opcode.COLLECTIVE_BROADCAST)
+def _collective_broadcast(ctx: Context) -> Shape:
+    """The operands (a tuple if several), like all-reduce."""
+    ctx.require_operands(at_least=1)
+    _checked_group_size(ctx, uniform=True)
+    return tuple_or_single(ctx.arrays())
+
+
+def _is_inplace_permute(ctx: Context) -> bool:
+    """XLA's in-place collective-permute: (input buffer, output buffer, input offsets, output
+    offsets), the offsets being tuples; four plain arrays are a combined permute instead."""
+    return ctx.operand_count == 4 and not all(
+        isinstance(s, ArrayShape) for s in ctx.shapes())
+
+
+def _check_source_target_pairs(ctx: Context, sync_opcode: Opcode) -> None:
+    """Ids in range for the mode (replicas or partitions; skipped when there is one, as XLA
+    does) and each id at most once as a source and once as a target."""
+    mode = _mode(ctx, sync_opcode)
+    pairs = ctx.inst.attrs.get("source_target_pairs") or SourceTargetPairs()
+    n = ctx.topology.replica_count if mode is GroupMode.CROSS_REPLICA \
+        else ctx.topology.num_partitions
+    ids = [i for pair in pairs.pairs for i in pair]
+    limit = n if n > 1 else max(ids + [0]) + 1
+    try:
+        if _is_inplace_permute(ctx):
+            for i in ids:
+                if not 0 <= i < limit:
+                    raise ReplicaGroupError(f"source-target id {i} is out of range 0..{limit - 1}")
+        else:
+            pairs.validate(limit)
+    except ReplicaGroupError as exc:
+        raise Invalid(f"{exc} ({mode} mode)") from None
+
+
+@RULES.rule(Opcode.COLLECTIVE_PERMUTE)
+def _collective_permute(ctx: Context) -> Shape:
+    """The operands (a tuple if several); the 4-operand in-place form returns operand 1."""
+    ctx.require_operands(at_least=1)
+    _check_source_target_pairs(ctx, Opcode.COLLECTIVE_PERMUTE)
+    if _is_inplace_permute(ctx):
+        return ctx.shape(1)
+    return tuple_or_single(ctx.arrays())
+
+
+@RULES.rule(Opcode.COLLECTIVE_PERMUTE_START)
+def _collective_permute_start(ctx: Context) -> Shape:
+    """(operand, result, context...) with result shaped like the operand; the u32[] context
+    elements are backend-defined and taken as declared (XLA does the same)."""
+    ctx.require_operands(at_least=1)
+    _check_source_target_pairs(ctx, Opcode.COLLECTIVE_PERMUTE)
+    if _is_inplace_permute(ctx):
+        value = (ctx.shape(0), ctx.shape(1))
+    else:
+        operand = tuple_or_single(ctx.arrays())
+        value = (operand, operand)
+    return TupleShape(value + declared_tail(ctx, 2))

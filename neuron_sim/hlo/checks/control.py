@@ -1,0 +1,132 @@
+"""Shape rules of the ops that call computations or wrap asynchronous work: fusion, call, map,
+while, conditional, async and copy start/done, and the opaque ops (custom-call, infeed, send...)
+whose declared shape is trusted.
+"""
+
+from __future__ import annotations
+
+from neuron_sim.hlo.checks.core import Context, Invalid, RuleTable, fmt
+from neuron_sim.hlo.checks.helpers import (array_shape, check_call_signature,
+                                           compatible_ignoring_fp, declared_tail, is_scalar_array,
+                                           join, program_shape, tuple_element)
+from neuron_sim.hlo.dtypes import ElementType
+from neuron_sim.hlo.opcodes import Opcode
+from neuron_sim.hlo.shapes import Shape, TupleShape, scalar
+
+RULES = RuleTable("control")
+
+
+@RULES.rule(Opcode.FUSION)
+def _fusion(ctx: Context) -> Shape:
+    """The fused computation takes the operands and its root is the result."""
+    return check_call_signature(ctx.computation("calls"), ctx.shapes(), "fused computation")
+
+
+@RULES.rule(Opcode.CALL)
+def _call(ctx: Context) -> Shape:
+    key = "to_apply" if "to_apply" in ctx.inst.attrs else "calls"
+    return check_call_signature(ctx.computation(key), ctx.shapes(), "called computation")
+
+
+@RULES.rule(Opcode.MAP)
+def _map(ctx: Context) -> Shape:
+    """Operands share dims; to_apply takes one scalar per operand; result type from it."""
+    ctx.require_operands(at_least=1)
+    shapes = ctx.arrays()
+    for i, shape in enumerate(shapes):
+        if shape.dims != shapes[0].dims:
+            raise Invalid(f"map operand {i} {fmt(shape)} and operand 0 {fmt(shapes[0])} have "
+                          f"different dimensions")
+    dims = ctx.dims_attr("dimensions", tuple(range(shapes[0].rank)))
+    if tuple(dims) != tuple(range(shapes[0].rank)):
+        raise Invalid(f"map dimensions {{{join(dims)}}} must be every dimension in order")
+    comp = ctx.computation("to_apply")
+    params, result = program_shape(comp)
+    if len(params) != len(shapes):
+        raise Invalid(f"to_apply {comp.name} takes {len(params)} parameters but map has "
+                      f"{len(shapes)} operands")
+    for i, (param, shape) in enumerate(zip(params, shapes)):
+        if not compatible_ignoring_fp(scalar(shape.element_type), param):
+            raise Invalid(f"parameter {i} of to_apply {comp.name} is {fmt(param)} but operand "
+                          f"{i} has element type {shape.element_type}")
+    if not is_scalar_array(result):
+        raise Invalid(f"to_apply {comp.name} must return a scalar, not {fmt(result)}")
+    return array_shape(result.element_type, shapes[0].dims)
+
+
+@RULES.rule(Opcode.WHILE)
+def _while(ctx: Context) -> Shape:
+    """The loop value's shape S: condition S -> pred[], body S -> S; the result is S."""
+    state = ctx.shape(0)
+    condition = ctx.computation("condition")
+    cond_result = check_call_signature(condition, [state], "condition")
+    if not scalar(ElementType.PRED).compatible(cond_result):
+        raise Invalid(f"condition {condition.name} must return pred[], not {fmt(cond_result)}")
+    body = ctx.computation("body")
+    body_result = check_call_signature(body, [state], "body")
+    if not body_result.compatible(state):
+        raise Invalid(f"body {body.name} returns {fmt(body_result)} but the loop value is "
+                      f"{fmt(state)}")
+    return state
+
+
+@RULES.rule(Opcode.CONDITIONAL)
+def _conditional(ctx: Context) -> Shape:
+    """pred form (pred[], true operand, false operand) or branch-index form (s32[], one operand
+    per branch); branch i takes operand i + 1 and all branches return one shape."""
+    if "branch_computations" in ctx.inst.attrs:
+        branches = list(ctx.attr("branch_computations"))
+        selector = scalar(ElementType.S32)
+    else:
+        branches = [ctx.computation("true_computation"), ctx.computation("false_computation")]
+        selector = scalar(ElementType.PRED)
+    if not branches:
+        raise Invalid("conditional needs at least one branch")
+    ctx.require_operands(len(branches) + 1)
+    if not selector.compatible(ctx.shape(0)):
+        raise Invalid(f"the branch selector must be {fmt(selector)}, not {fmt(ctx.shape(0))}")
+    results = [check_call_signature(b, [ctx.shape(i + 1)], f"branch {i}", i + 1)
+               for i, b in enumerate(branches)]
+    for i, result in enumerate(results):
+        if not result.compatible(results[0]):
+            raise Invalid(f"branch {i} ({branches[i].name}) returns {fmt(result)} but branch 0 "
+                          f"({branches[0].name}) returns {fmt(results[0])}")
+    return results[0]
+
+
+@RULES.rule(Opcode.ASYNC_START)
+def _async_start(ctx: Context) -> Shape:
+    """((operands), wrapped result, context...): context elements are taken as declared."""
+    result = check_call_signature(ctx.computation("calls"), ctx.shapes(), "async computation")
+    context = declared_tail(ctx, 2)
+    return TupleShape((TupleShape(tuple(ctx.shapes())), result) + context)
+
+
+@RULES.rule(Opcode.ASYNC_UPDATE)
+def _async_update(ctx: Context) -> Shape:
+    return ctx.shape(0)
+
+
+@RULES.rule(Opcode.ASYNC_DONE)
+def _async_done(ctx: Context) -> Shape:
+    """The value element (index 1) of the matching start's tuple."""
+    return tuple_element(ctx, 1)
+
+
+@RULES.rule(Opcode.COPY_START)
+def _copy_start(ctx: Context) -> Shape:
+    """(destination, source, u32[] context)."""
+    x = ctx.shape(0)
+    return TupleShape((x, x, scalar(ElementType.U32)))
+
+
+@RULES.rule(Opcode.COPY_DONE)
+def _copy_done(ctx: Context) -> Shape:
+    return tuple_element(ctx, 0)
+
+
+@RULES.rule(Opcode.CUSTOM_CALL, Opcode.INFEED, Opcode.OUTFEED, Opcode.RECV, Opcode.RECV_DONE,
+            Opcode.SEND, Opcode.SEND_DONE)
+def _declared(ctx: Context) -> Shape:
+    """Opaque to shape inference: the declared shape is trusted."""
+    return ctx.declared()

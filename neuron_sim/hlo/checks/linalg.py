@@ -1,0 +1,222 @@
+"""Shape rules of linear algebra: dot, ragged-dot, convolution, cholesky, triangular-solve, fft and
+the batch norms. Result element types may widen but not narrow integer inputs.
+"""
+
+from __future__ import annotations
+
+from neuron_sim.hlo.attributes import ConvDimLabels, Window
+from neuron_sim.hlo.checks.core import Context, Invalid, RuleTable, fmt
+from neuron_sim.hlo.checks.helpers import (COMPLEX_COMPONENT, COMPLEX_OF, array_shape,
+                                           check_dim_list, join, window_output_dims)
+from neuron_sim.hlo.dtypes import ElementType
+from neuron_sim.hlo.opcodes import Opcode
+from neuron_sim.hlo.shapes import ArrayShape, Shape, TupleShape
+
+RULES = RuleTable("linalg")
+
+
+def _result_type(ctx: Context, lhs: ArrayShape, rhs: ArrayShape) -> ElementType:
+    """The declared element type, which may widen but not narrow integer inputs (XLA's
+    preferred_element_type rule)."""
+    declared = ctx.declared_array().element_type
+    widest = max((lhs.element_type, rhs.element_type), key=lambda et: et.bits)
+    if declared is not widest and not widest.is_float and declared.bits < widest.bits:
+        raise Invalid(f"{ctx.name} of {widest} operands cannot produce the narrower {declared}")
+    return declared
+
+
+@RULES.rule(Opcode.DOT)
+def _dot(ctx: Context) -> Shape:
+    """dot: batch dims, then lhs free dims, then rhs free dims (XLA's DotGeneral)."""
+    lhs, rhs = ctx.array(0), ctx.array(1)
+    lb, rb = ctx.dims_attr("lhs_batch_dims", ()), ctx.dims_attr("rhs_batch_dims", ())
+    lc, rc = ctx.dims_attr("lhs_contracting_dims", ()), ctx.dims_attr("rhs_contracting_dims", ())
+    if len(lb) != len(rb):
+        raise Invalid(f"dot has {len(lb)} lhs batch dims but {len(rb)} rhs batch dims")
+    if len(lc) != len(rc):
+        raise Invalid(f"dot has {len(lc)} lhs contracting dims but {len(rc)} rhs contracting "
+                      f"dims")
+    check_dim_list(lb + lc, lhs.rank, "lhs batch and contracting dims")
+    check_dim_list(rb + rc, rhs.rank, "rhs batch and contracting dims")
+    for l, r in zip(lc, rc):
+        if lhs.dims[l] != rhs.dims[r]:
+            raise Invalid(f"contracting dimension {l} of lhs {fmt(lhs)} and {r} of rhs "
+                          f"{fmt(rhs)} have different sizes")
+    for l, r in zip(lb, rb):
+        if lhs.dims[l] != rhs.dims[r]:
+            raise Invalid(f"batch dimension {l} of lhs {fmt(lhs)} and {r} of rhs {fmt(rhs)} "
+                          f"have different sizes")
+    out = [lhs.dims[d] for d in lb]
+    out += [s for d, s in enumerate(lhs.dims) if d not in lb and d not in lc]
+    out += [s for d, s in enumerate(rhs.dims) if d not in rb and d not in rc]
+    return array_shape(_result_type(ctx, lhs, rhs), out)
+
+
+@RULES.rule(Opcode.RAGGED_DOT)
+def _ragged_dot(ctx: Context) -> Shape:
+    """ragged-dot(lhs, rhs, group_sizes), XLA's three modes by where the lhs ragged dim is:
+    non-contracting (rhs has a group dim, dropped: the dot shape), contracting (a leading group
+    dim of size g is added), batch (the dot shape). Only the output shape and the group count
+    are checked; group_sizes' other dims are not."""
+    lhs, rhs, groups = ctx.array(0), ctx.array(1), ctx.array(2, "group_sizes")
+    lb, rb = ctx.dims_attr("lhs_batch_dims", ()), ctx.dims_attr("rhs_batch_dims", ())
+    lc, rc = ctx.dims_attr("lhs_contracting_dims", ()), ctx.dims_attr("rhs_contracting_dims", ())
+    ragged = ctx.dims_attr("lhs_ragged_dims", ())
+    group_dims = ctx.dims_attr("rhs_group_dims", ())
+    if len(ragged) != 1:
+        raise Invalid(f"ragged-dot needs exactly one lhs_ragged_dims entry, not "
+                      f"{{{join(ragged)}}}")
+    if not groups.element_type.is_integral or groups.rank < 1:
+        raise Invalid(f"group_sizes must be an integral array, not {fmt(groups)}")
+    check_dim_list(ragged, lhs.rank, "lhs_ragged_dims")
+    check_dim_list(rb + rc + group_dims, rhs.rank, "rhs batch, contracting and group dims")
+    check_dim_list(lb + lc, lhs.rank, "lhs batch and contracting dims")
+    non_contracting = ragged[0] not in lc and ragged[0] not in lb
+    if non_contracting != (len(group_dims) == 1):
+        raise Invalid("rhs_group_dims must have one entry exactly when the lhs ragged "
+                      "dimension is a non-contracting dimension")
+    g = rhs.dims[group_dims[0]] if non_contracting else groups.dims[-1]
+    if groups.dims[-1] != g:
+        raise Invalid(f"group_sizes {fmt(groups)} must end in the group count {g}")
+    for l, r in list(zip(lc, rc)) + list(zip(lb, rb)):
+        if lhs.dims[l] != rhs.dims[r]:
+            raise Invalid(f"lhs dimension {l} and rhs dimension {r} have different sizes")
+    out = [lhs.dims[d] for d in lb]
+    out += [s for d, s in enumerate(lhs.dims) if d not in lb and d not in lc]
+    out += [s for d, s in enumerate(rhs.dims)
+            if d not in rb and d not in rc and d not in group_dims]
+    if ragged[0] in lc:
+        out = [g] + out
+    return array_shape(_result_type(ctx, lhs, rhs), out)
+
+
+@RULES.rule(Opcode.CONVOLUTION)
+def _convolution(ctx: Context) -> Shape:
+    """XLA's ConvolveShape: output batch = input batch / batch_group_count, output feature =
+    kernel output features, spatial dims from the window over the input spatial dims."""
+    lhs, rhs = ctx.array(0), ctx.array(1)
+    labels: ConvDimLabels = ctx.attr("dim_labels")
+    window = ctx.attr("window", Window(()))
+    fgc = ctx.int_attr("feature_group_count", 1)
+    bgc = ctx.int_attr("batch_group_count", 1)
+    if fgc <= 0 or bgc <= 0:
+        raise Invalid("feature_group_count and batch_group_count must be positive")
+    if fgc > 1 and bgc > 1:
+        raise Invalid("feature_group_count and batch_group_count cannot both exceed 1")
+    spatial = len(labels.input_spatial)
+    if len(window.dims) != spatial:
+        raise Invalid(f"the window has {len(window.dims)} dimensions but dim_labels has "
+                      f"{spatial} spatial dimensions")
+    for name, shape in (("lhs", lhs), ("rhs", rhs)):
+        if shape.rank != spatial + 2:
+            raise Invalid(f"the {name} {fmt(shape)} must have rank {spatial + 2} for "
+                          f"dim_labels {labels}")
+    batch = lhs.dims[labels.input_batch]
+    features = lhs.dims[labels.input_feature]
+    kernel_in = rhs.dims[labels.kernel_input_feature]
+    kernel_out = rhs.dims[labels.kernel_output_feature]
+    if kernel_out % bgc:
+        raise Invalid(f"kernel output features {kernel_out} are not a multiple of "
+                      f"batch_group_count {bgc}")
+    if features % fgc or features // fgc != kernel_in:
+        raise Invalid(f"input features {features} / feature_group_count {fgc} must equal the "
+                      f"kernel input features {kernel_in}")
+    if kernel_out % fgc:
+        raise Invalid(f"kernel output features {kernel_out} are not a multiple of "
+                      f"feature_group_count {fgc}")
+    if batch % bgc:
+        raise Invalid(f"input batch {batch} is not a multiple of batch_group_count {bgc}")
+    kernel_spatial = [rhs.dims[d] for d in labels.kernel_spatial]
+    if kernel_spatial != [w.size for w in window.dims]:
+        raise Invalid(f"window sizes {[w.size for w in window.dims]} do not match the kernel's "
+                      f"spatial dimensions {kernel_spatial}")
+    spatial_out = window_output_dims([lhs.dims[d] for d in labels.input_spatial], window,
+                                     "the input's spatial dimensions")
+    out = [0] * (spatial + 2)
+    out[labels.output_batch] = batch // bgc
+    out[labels.output_feature] = kernel_out
+    for d, size in zip(labels.output_spatial, spatial_out):
+        out[d] = size
+    return array_shape(_result_type(ctx, lhs, rhs), out)
+
+
+@RULES.rule(Opcode.CHOLESKY)
+def _cholesky(ctx: Context) -> Shape:
+    a = ctx.array(0)
+    if a.rank < 2 or a.dims[-1] != a.dims[-2] or not (a.element_type.is_float
+                                                       or a.element_type.is_complex):
+        raise Invalid(f"cholesky needs a float or complex batch of square matrices, not "
+                      f"{fmt(a)}")
+    return array_shape(a.element_type, a.dims)
+
+
+@RULES.rule(Opcode.TRIANGULAR_SOLVE)
+def _triangular_solve(ctx: Context) -> Shape:
+    """triangular-solve(a, b): a is square, batch dims agree; the result is b's shape."""
+    a, b = ctx.array(0), ctx.array(1)
+    if a.element_type is not b.element_type or a.rank < 2 or b.rank != a.rank:
+        raise Invalid(f"triangular-solve needs a and b of one type and rank >= 2, not "
+                      f"{fmt(a)} and {fmt(b)}")
+    if a.dims[-1] != a.dims[-2]:
+        raise Invalid(f"triangular-solve's a {fmt(a)} is not square")
+    shared = b.dims[-2] if ctx.bool_attr("left_side") else b.dims[-1]
+    if shared != a.dims[-1] or a.dims[:-2] != b.dims[:-2]:
+        raise Invalid(f"triangular-solve's a {fmt(a)} and b {fmt(b)} do not fit together")
+    return array_shape(b.element_type, b.dims)
+
+
+@RULES.rule(Opcode.FFT)
+def _fft(ctx: Context) -> Shape:
+    """FFT/IFFT keep the shape; RFFT gives complex with last dim n/2+1; IRFFT the inverse."""
+    x = ctx.array(0)
+    kind = ctx.attr("fft_type")
+    length = ctx.dims_attr("fft_length")
+    if not 1 <= len(length) <= 3 or x.rank < len(length):
+        raise Invalid(f"fft_length {{{join(length)}}} needs 1 to 3 entries and an operand of "
+                      f"at least that rank")
+    if kind in ("FFT", "IFFT"):
+        if not x.element_type.is_complex:
+            raise Invalid(f"{kind} needs a complex operand, not {fmt(x)}")
+        return array_shape(x.element_type, x.dims)
+    if kind == "RFFT":
+        if x.element_type not in COMPLEX_OF:
+            raise Invalid(f"RFFT needs an f32 or f64 operand, not {fmt(x)}")
+        if list(x.dims[-len(length):]) != list(length):
+            raise Invalid(f"RFFT needs the innermost dims {list(x.dims[-len(length):])} to "
+                          f"equal fft_length {list(length)}")
+        last = length[-1] // 2 + 1 if length[-1] else x.dims[-1]
+        return array_shape(COMPLEX_OF[x.element_type], x.dims[:-1] + (last,))
+    if kind == "IRFFT":
+        if not x.element_type.is_complex:
+            raise Invalid(f"IRFFT needs a complex operand, not {fmt(x)}")
+        return array_shape(COMPLEX_COMPONENT[x.element_type], x.dims[:-1] + (length[-1],))
+    raise Invalid(f"unknown fft_type {kind}")
+
+
+def _feature_shape(ctx: Context, x: ArrayShape) -> ArrayShape:
+    index = ctx.int_attr("feature_index")
+    if not 0 <= index < x.rank or not x.element_type.is_float:
+        raise Invalid(f"feature_index {index} must name a dimension of the float operand "
+                      f"{fmt(x)}")
+    return array_shape(x.element_type, (x.dims[index],))
+
+
+@RULES.rule(Opcode.BATCH_NORM_TRAINING)
+def _batch_norm_training(ctx: Context) -> Shape:
+    x = ctx.array(0)
+    feature = _feature_shape(ctx, x)
+    return TupleShape((array_shape(x.element_type, x.dims), feature, feature))
+
+
+@RULES.rule(Opcode.BATCH_NORM_INFERENCE)
+def _batch_norm_inference(ctx: Context) -> Shape:
+    x = ctx.array(0)
+    _feature_shape(ctx, x)
+    return array_shape(x.element_type, x.dims)
+
+
+@RULES.rule(Opcode.BATCH_NORM_GRAD)
+def _batch_norm_grad(ctx: Context) -> Shape:
+    x = ctx.array(0)
+    feature = _feature_shape(ctx, x)
+    return TupleShape((array_shape(x.element_type, x.dims), feature, feature))

@@ -1,0 +1,34 @@
+"""The one shape-rule table: every op family's rules, merged in one fixed list.
+
+Adding an op means adding its rule to its family's module; adding a family means one entry in
+``FAMILIES``. An opcode claimed by two families is a programming error raised at import.
+"""
+
+from __future__ import annotations
+
+from neuron_sim.hlo.checks import (collective, control, elementwise, indexing, linalg, random,
+                                   reduce, shape)
+from neuron_sim.hlo.checks.core import Rule, RuleTable
+from neuron_sim.hlo.opcodes import Opcode
+
+FAMILIES: tuple[RuleTable, ...] = (
+    elementwise.RULES, shape.RULES, indexing.RULES, reduce.RULES, linalg.RULES, control.RULES,
+    random.RULES, collective.RULES,
+)
+
+
+def merge(tables: tuple[RuleTable, ...]) -> dict[Opcode, Rule]:
+    """One table from the families' tables; each opcode may appear in one family only."""
+    merged: dict[Opcode, Rule] = {}
+    owner: dict[Opcode, str] = {}
+    for table in tables:
+        for opcode, rule in table.rules.items():
+            if opcode in merged:
+                raise AssertionError(f"{opcode.spelling} has shape rules in both {owner[opcode]} "
+                                     f"and {table.family}")
+            merged[opcode] = rule
+            owner[opcode] = table.family
+    return merged
+
+
+RULES: dict[Opcode, Rule] = merge(FAMILIES)
