@@ -24,9 +24,10 @@ from neuron_sim.commands import (EXIT_OK, EXIT_PROBLEM, UsageError, add_json_arg
                                  add_topology_arguments, module_and_topology,
                                  print_json)
 from neuron_sim.hlo import HloModule
-from neuron_sim.hlo.shapes import ArrayShape
 from neuron_sim.io import output_arrays, read_npz, write_npz
 from neuron_sim.topology import Topology
+
+from interpreter.arguments import needs_inputs
 
 MAX_TABLE_DEVICES = 64
 
@@ -66,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_command(args: argparse.Namespace) -> int:
     module, topology = module_and_topology(args)
     inputs = _read_inputs(args.inputs) if args.inputs else None
-    if inputs is None and args.seed is None and _has_array_parameters(module):
+    if inputs is None and args.seed is None and needs_inputs(module):
         raise UsageError(f"{args.module}: the entry computation has parameters; give "
                          "--inputs IN.npz or --seed S to draw them")
     if args.output_per_rank and (args.backend != "mpi" or not args.output):
@@ -97,11 +98,6 @@ def _read_inputs(path: str) -> dict[str, np.ndarray]:
     arrays = read_npz(path)
     return {key: value for key, value in arrays.items()
             if not (key.startswith("out") and key[3:].isdigit())}
-
-
-def _has_array_parameters(module: HloModule) -> bool:
-    return any(isinstance(p.shape, ArrayShape) and p.shape.is_array
-               for p in module.entry.parameters)
 
 
 def _is_replicated(value) -> bool:

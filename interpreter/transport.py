@@ -1,58 +1,173 @@
-"""From an HLO collective instruction to what the MPI transport needs.
+"""The collective seam: what a collective op hands a backend, and what the backend implements.
 
-The transport works on groups of flattened device ids and stacked arrays; this module reads the
-instruction once: its kind, its participant groups (the devices that must all arrive), its
-flattened collective-permute pairs, the fingerprint every participant compares, the reduction
-MPI could compute natively, and the groups of every collective of a module (native mode creates
-its sub-communicators from them before anything runs).
+The evaluator and the ops are shared by every backend; a backend only provides a ``Transport``.
+When a collective executes, its op (``interpreter.ops.collective``) hands the transport one
+``CollectiveCall``: its kind (an ``Opcode``: async starts are their synchronous op), its operands
+stacked over the devices of the current frame that reached it (``call.active``, flattened ids),
+the participant groups of the whole topology, dimension, permute pairs and reduction; plus a
+``Fingerprint`` naming the instruction, for transports that compare arrivals across processes.
+The transport returns the outputs stacked over ``call.active``.
+
+- ``interpreter.backends.local.LocalTransport`` holds every device in one process.
+- ``interpreter.backends.mpi.transport.MpiTransport`` exchanges rows between the ranks hosting
+  them, then applies the same functions of ``interpreter.collectives``, so results are
+  bit-identical.
+
+A transport whose ``uses_fingerprints`` is False is handed ``None`` instead of a fingerprint
+(building one costs a little on every collective).
+
+The functions below read a collective instruction once, the same way for every backend: its
+kind, its participant groups (the devices that must all arrive), its flattened
+collective-permute pairs, its fingerprint, and the groups of every collective of a module (MPI's
+native mode creates its sub-communicators from them before anything runs).
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-from interpreter.backends.mpi_protocol import Fingerprint
+from interpreter import collectives
 from interpreter.errors import describe
-from neuron_sim.hlo import HloComputation, HloInstruction, HloModule, Opcode
+from neuron_sim.hlo import HloInstruction, HloModule, Opcode
+from neuron_sim.hlo.opcodes import COLLECTIVE_OPCODES, SYNC_OF_ASYNC_START
 from neuron_sim.hlo.replica_groups import ReplicaGroups
 from neuron_sim.topology import (GroupMode, Topology, group_mode, participant_groups,
                                  permute_pairs_flattened)
 
-__all__ = ["collective_kind", "describe", "fingerprint_of", "flattened_pairs", "module_groups",
-           "participant_groups_of", "recognize_reduction"]
+__all__ = ["COLLECTIVE_KINDS", "CollectiveCall", "Fingerprint", "Transport", "apply_collective",
+           "collective_groups", "collective_kind", "fingerprint_of", "flattened_pairs",
+           "participant_groups_of"]
 
-_KIND = {
-    Opcode.ALL_REDUCE: "all-reduce", Opcode.ALL_REDUCE_START: "all-reduce",
-    Opcode.REDUCE_SCATTER: "reduce-scatter",
-    Opcode.ALL_GATHER: "all-gather", Opcode.ALL_GATHER_START: "all-gather",
-    Opcode.ALL_TO_ALL: "all-to-all",
-    Opcode.COLLECTIVE_PERMUTE: "collective-permute",
-    Opcode.COLLECTIVE_PERMUTE_START: "collective-permute",
-    Opcode.COLLECTIVE_BROADCAST: "collective-broadcast",
-}
-
-_BINARY_REDUCTIONS = {Opcode.ADD: "add", Opcode.MULTIPLY: "multiply", Opcode.MAXIMUM: "maximum",
-                      Opcode.MINIMUM: "minimum", Opcode.AND: "and", Opcode.OR: "or",
-                      Opcode.XOR: "xor"}
+# The collective opcodes a transport runs, each keyed to the kind its call carries.
+COLLECTIVE_KINDS: dict[Opcode, Opcode] = {
+    opcode: SYNC_OF_ASYNC_START.get(opcode, opcode)
+    for opcode in COLLECTIVE_OPCODES if opcode is not Opcode.RAGGED_ALL_TO_ALL}
 
 
-def collective_kind(instr: HloInstruction) -> str:
-    """The transport's name for what ``instr`` does (async starts are their synchronous op)."""
+@dataclass
+class CollectiveCall:
+    """One collective as the transport sees it, on the devices of this process that reached it.
+
+    ``kind`` is one of the values of ``COLLECTIVE_KINDS``. ``operands[i]`` is stacked over
+    ``active`` (row k is the value on flattened device ``active[k]``). ``groups`` are the ordered
+    participant groups (flattened ids) of the whole topology; for collective-permute they are
+    the groups whose members must all arrive, and ``pairs`` are the flattened (source, target)
+    pairs. ``dim`` is the split / concatenation dimension; an all-to-all without one is the
+    tuple form (``is_tuple_all_to_all``). ``combine`` is the elementwise reduction
+    (``combine_many`` semantics when ``variadic``); ``reduction`` is its opcode when the
+    computation is a single binary op of its two parameters.
+    """
+
+    kind: Opcode
+    operands: list[np.ndarray]
+    active: tuple[int, ...]
+    groups: tuple[tuple[int, ...], ...]
+    dim: int | None = None
+    pairs: tuple[tuple[int, int], ...] = ()
+    combine: Callable[..., Any] | None = None
+    variadic: bool = False
+    label: str = ""
+    reduction: Opcode | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in COLLECTIVE_KINDS.values():
+            raise ValueError(f"{self.kind} is not a collective kind a transport runs")
+        for index, operand in enumerate(self.operands):
+            if operand.shape[:1] != (len(self.active),):
+                raise ValueError(
+                    f"operand {index} of {self.label or self.kind.spelling} is stacked over "
+                    f"{operand.shape[0] if operand.ndim else 0} devices, but "
+                    f"{len(self.active)} devices arrived")
+
+    @property
+    def is_reduction(self) -> bool:
+        """All-reduce or reduce-scatter: the calls that fold their group with ``combine``."""
+        return self.kind in (Opcode.ALL_REDUCE, Opcode.REDUCE_SCATTER)
+
+    @property
+    def is_tuple_all_to_all(self) -> bool:
+        """The tuple form of all-to-all: operand i of every member goes to member i."""
+        return self.kind is Opcode.ALL_TO_ALL and self.dim is None
+
+    def touching_groups(self, devices: Sequence[int]) -> list[tuple[int, ...]]:
+        """The groups that contain one of ``devices``, in group order."""
+        wanted = set(devices)
+        return [g for g in self.groups if not wanted.isdisjoint(g)]
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """The identity of one collective as every participant must see it.
+
+    ``fields`` are named, printable parts (instruction, opcode, channel_id, group mode,
+    replica groups, operand types, dimensions...): equality compares them all, and a mismatch
+    message names the fields that differ.
+    """
+
+    fields: tuple[tuple[str, str], ...]
+
+    def get(self, name: str) -> str | None:
+        """The value of field ``name`` (None when absent)."""
+        return dict(self.fields).get(name)
+
+    def differences(self, other: "Fingerprint") -> list[str]:
+        """``name (mine vs theirs)`` for every field that differs, in field order."""
+        mine, theirs = dict(self.fields), dict(other.fields)
+        return [f"{name} ({mine.get(name, '-')} vs {theirs.get(name, '-')})"
+                for name in dict.fromkeys([*mine, *theirs]) if mine.get(name) != theirs.get(name)]
+
+
+class Transport(Protocol):
+    """What the collective ops call; every backend implements it."""
+
+    uses_fingerprints: bool
+
+    def collective(self, call: CollectiveCall, fingerprint: Fingerprint | None
+                   ) -> list[np.ndarray]:
+        """The outputs of ``call`` stacked over ``call.active`` (one array per operand)."""
+
+
+def apply_collective(call: CollectiveCall, stacks: Sequence[np.ndarray],
+                     groups: Sequence[Sequence[int]],
+                     pairs: Sequence[tuple[int, int]] = ()) -> list[np.ndarray]:
+    """The shared semantics of ``call`` on ``stacks`` (one per operand).
+
+    ``groups`` and ``pairs`` are in row indices of the stacks. Every backend computes its
+    outputs here, so all of them agree bit for bit.
+    """
+    kind = call.kind
+    if kind is Opcode.COLLECTIVE_PERMUTE:
+        return [collectives.collective_permute(x, pairs) for x in stacks]
+    if kind is Opcode.COLLECTIVE_BROADCAST:
+        return [collectives.collective_broadcast(x, groups) for x in stacks]
+    if kind is Opcode.ALL_REDUCE:
+        if call.variadic:
+            return list(collectives.all_reduce_variadic(stacks, groups, call.combine))
+        return [collectives.all_reduce(x, groups, call.combine) for x in stacks]
+    if kind is Opcode.REDUCE_SCATTER:
+        return [collectives.reduce_scatter(x, groups, call.dim, call.combine) for x in stacks]
+    if kind is Opcode.ALL_GATHER:
+        return [collectives.all_gather(x, groups, call.dim) for x in stacks]
+    if call.is_tuple_all_to_all:
+        return list(collectives.all_to_all_tuple(stacks, groups))
+    return [collectives.all_to_all(x, groups, call.dim) for x in stacks]
+
+
+def collective_kind(instr: HloInstruction) -> Opcode:
+    """The kind of call ``instr`` makes (async starts are their synchronous op)."""
     try:
-        kind = _KIND[instr.opcode]
+        return COLLECTIVE_KINDS[instr.opcode]
     except KeyError:
-        raise ValueError(f"{instr.opcode.spelling} is not a collective the MPI backend runs "
+        raise ValueError(f"{instr.opcode.spelling} is not a collective a transport runs "
                          f"(while executing {describe(instr)})") from None
-    if kind == "all-to-all" and not instr.has("dimensions"):
-        return "all-to-all-tuple"
-    return kind
 
 
 def _mode(instr: HloInstruction) -> GroupMode:
-    spelling = instr.opcode.spelling
-    return group_mode(spelling, instr.channel_id is not None, instr.use_global_device_ids)
+    return group_mode(instr.opcode.spelling, instr.channel_id is not None,
+                      instr.use_global_device_ids)
 
 
 def participant_groups_of(instr: HloInstruction, topology: Topology) -> tuple[tuple[int, ...], ...]:
@@ -61,13 +176,14 @@ def participant_groups_of(instr: HloInstruction, topology: Topology) -> tuple[tu
     For collective-permute: the connected components of its pairs (a device in no pair takes
     no part and receives zeros wherever it is).
     """
-    if collective_kind(instr) == "collective-permute":
+    if collective_kind(instr) is Opcode.COLLECTIVE_PERMUTE:
         return _components(flattened_pairs(instr, topology))
     groups = instr.replica_groups if instr.has("replica_groups") else ReplicaGroups()
     return participant_groups(_mode(instr), groups, topology)
 
 
 def flattened_pairs(instr: HloInstruction, topology: Topology) -> tuple[tuple[int, int], ...]:
+    """A collective-permute's (source, target) pairs as flattened device ids."""
     return permute_pairs_flattened(_mode(instr), instr.get("source_target_pairs"), topology)
 
 
@@ -87,19 +203,6 @@ def _components(pairs: Sequence[tuple[int, int]]) -> tuple[tuple[int, ...], ...]
     for d in parent:
         members.setdefault(root(d), []).append(d)
     return tuple(sorted(tuple(sorted(g)) for g in members.values()))
-
-
-def recognize_reduction(computation: HloComputation | None) -> str | None:
-    """``add``, ``maximum``... when the computation is one such op of its two parameters."""
-    if computation is None:
-        return None
-    root = computation.root
-    params = computation.parameters
-    if len(params) != 2 or root.opcode not in _BINARY_REDUCTIONS or len(root.operands) != 2:
-        return None
-    if set(root.operands) != set(params):
-        return None
-    return _BINARY_REDUCTIONS[root.opcode]
 
 
 def fingerprint_of(instr: HloInstruction, topology: Topology,
@@ -127,11 +230,8 @@ def fingerprint_of(instr: HloInstruction, topology: Topology,
     return Fingerprint(tuple(fields))
 
 
-def module_groups(module: HloModule, topology: Topology) -> list[tuple[tuple[int, ...], ...]]:
-    """The participant groups of every collective in ``module`` (native mode's communicators)."""
-    found = []
-    for computation in module.computations:
-        for instr in computation.instructions:
-            if instr.opcode in _KIND:
-                found.append(participant_groups_of(instr, topology))
-    return found
+def collective_groups(module: HloModule, topology: Topology) -> list[tuple[tuple[int, ...], ...]]:
+    """The participant groups of every collective in ``module``, in module order."""
+    return [participant_groups_of(instr, topology)
+            for computation in module.computations for instr in computation.instructions
+            if instr.opcode in COLLECTIVE_KINDS]

@@ -106,6 +106,14 @@ def stacked(value: ArrayValue, n: int) -> np.ndarray:
     return value.array
 
 
+def output_rows(value: Value, n: int) -> np.ndarray:
+    """A result leaf as ``[n, *shape]`` rows: a token as ``[n, 0]`` bools, a replicated value
+    as a read-only broadcast view (copy it to write)."""
+    if value is TOKEN:
+        return np.zeros((n, 0), np.bool_)
+    return stacked(value, n)
+
+
 def is_replicated(value: Value) -> bool:
     """True if the value (every leaf of a tuple) is the same on every row."""
     if isinstance(value, TupleValue):

@@ -7,10 +7,11 @@ a failed run never leaves a truncated output behind.
 
 from __future__ import annotations
 
+import itertools
 import os
 import tempfile
 from pathlib import Path
-from typing import IO, Any, Callable, Mapping, Sequence
+from typing import IO, Any, Callable, Iterator, Mapping, Sequence, Union
 
 import numpy as np
 
@@ -46,8 +47,9 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
 # The npz format for per-device inputs and outputs (ARCHITECTURE.md, "Interfaces").
 #
 # Key ``arg{i}`` holds entry parameter i, shaped ``[D, *param_shape]`` (one array per device,
-# stacked by flattened id) or ``param_shape`` (the same on every device). Key ``out{j}`` holds
-# the j-th leaf of the flattened result, shaped ``[D, *shape]``. numpy has no bf16 or f8 dtypes:
+# stacked by flattened id) or ``param_shape`` (the same on every device); a tuple parameter i
+# is held leaf by leaf, key ``arg{i}.{j}`` for leaf j of its flattened leaves. Key ``out{j}``
+# holds the j-th leaf of the flattened result, shaped ``[D, *shape]``. numpy has no bf16 or f8 dtypes:
 # such arrays are stored as raw bytes (void ``|V2`` / ``|V1``) and read back by the element type
 # of the parameter they belong to.
 
@@ -76,62 +78,117 @@ def output_arrays(outputs: list[np.ndarray]) -> dict[str, np.ndarray]:
     return {f"out{j}": array for j, array in enumerate(outputs)}
 
 
+Fitted = Union[np.ndarray, None, tuple["Fitted", ...]]
+"""One entry parameter's input: an array, None for a token, a tuple for a tuple parameter."""
+
+
 def fit_arguments(arrays: Mapping[str, Any] | Sequence[Any], parameter_shapes: Sequence[Any],
-                  num_devices: int, *, source: str | None = None) -> list[np.ndarray | None]:
-    """Check inputs against the entry parameters; return one array (or None) per parameter.
+                  num_devices: int, *, source: str | None = None) -> list[Fitted]:
+    """Check inputs against the entry parameters; return one fitted input per parameter.
 
-    ``arrays`` maps ``arg{i}`` to an array, or is a sequence with one array per parameter. Each
-    array must be shaped ``param_shape`` (same on every device) or ``[num_devices,
-    *param_shape]``, with the parameter's dtype (raw void bytes of the same item size are read
-    as that dtype; non-array Python values are converted). Token parameters need no input
-    (their entry is None). Raises ValueError naming the parameter for anything that does not
-    fit; ``source`` (a file name) prefixes the message.
+    ``arrays`` maps ``arg{i}`` to parameter i's input, or is a sequence with one input per
+    parameter. An array parameter takes an array shaped ``param_shape`` (same on every device)
+    or ``[num_devices, *param_shape]``, with the parameter's dtype (raw void bytes of the same
+    item size are read as that dtype; non-array Python values are converted). A tuple parameter
+    takes a sequence with one input per tuple element (nested for nested tuples), or, in a
+    mapping (how an npz file holds it), one key ``arg{i}.{j}`` per leaf j of its flattened
+    leaves; each leaf is fitted like an array parameter on its own. Tokens need no input.
+
+    The result mirrors the shapes: an array, None for a token, a tuple for a tuple parameter.
+    Raises ValueError naming the parameter (and leaf) for anything that does not fit;
+    ``source`` (a file name) prefixes the message.
     """
-    from neuron_sim.hlo.shapes import ArrayShape
-
     prefix = f"{source}: " if source else ""
     count = len(parameter_shapes)
-    plural = "s" * (count != 1)
     if isinstance(arrays, Mapping):
-        expected = {f"arg{i}" for i in range(count)}
-        extra = sorted(set(arrays) - expected)
-        if extra:
-            keys = f"keys arg0..arg{count - 1}" if count > 1 else "key arg0" if count else "no keys"
-            raise ValueError(f"{prefix}unexpected key '{extra[0]}': the entry computation has "
-                             f"{count} parameter{plural} ({keys})")
-        by_index = [arrays.get(f"arg{i}") for i in range(count)]
+        by_index = _inputs_by_index(arrays, parameter_shapes, prefix)
     else:
         by_index = list(arrays)
         if len(by_index) != count:
             raise ValueError(f"{prefix}{len(by_index)} input arrays given but the entry "
-                             f"computation has {count} parameter{plural}")
-    fitted = []
-    for i, (shape, value) in enumerate(zip(parameter_shapes, by_index)):
-        what = f"parameter {i} (arg{i}, {shape.without_layout()})"
-        if not isinstance(shape, ArrayShape):
-            raise ValueError(f"{prefix}{what} is a tuple; neuron-sim runs modules whose entry "
-                             "parameters are arrays or tokens")
-        if shape.is_token:
-            fitted.append(None)
+                             f"computation has {count} parameter{'s' * (count != 1)}")
+    return [_fit(value, shape, i, itertools.count() if shape.is_tuple else None, num_devices,
+                 prefix)
+            for i, (shape, value) in enumerate(zip(parameter_shapes, by_index))]
+
+
+def _parameter_name(i: int, shape: Any, leaf: int | None = None) -> str:
+    key = f"arg{i}" if leaf is None else f"arg{i}.{leaf}"
+    return (f"parameter {i}{'' if leaf is None else f' leaf {leaf}'} "
+            f"({key}, {shape.without_layout()})")
+
+
+def _inputs_by_index(arrays: Mapping[str, Any], parameter_shapes: Sequence[Any],
+                     prefix: str) -> list[Any]:
+    """Parameter i's input from ``arg{i}``, or nested from its ``arg{i}.{j}`` leaf keys."""
+    count = len(parameter_shapes)
+    leaf_counts = [sum(1 for _ in s.leaves()) if s.is_tuple else 0 for s in parameter_shapes]
+    expected = {f"arg{i}" for i in range(count)}
+    expected |= {f"arg{i}.{j}" for i in range(count) for j in range(leaf_counts[i])}
+    extra = sorted(set(arrays) - expected)
+    if extra:
+        keys = f"keys arg0..arg{count - 1}" if count > 1 else "key arg0" if count else "no keys"
+        if any(leaf_counts):
+            keys += "; tuple parameter i as arg{i}.{j}, one key per leaf j"
+        raise ValueError(f"{prefix}unexpected key '{extra[0]}': the entry computation has "
+                         f"{count} parameter{'s' * (count != 1)} ({keys})")
+    by_index = []
+    for i, shape in enumerate(parameter_shapes):
+        leaf_keys = [f"arg{i}.{j}" for j in range(leaf_counts[i])]
+        if not any(key in arrays for key in leaf_keys):
+            by_index.append(arrays.get(f"arg{i}"))
             continue
+        if f"arg{i}" in arrays:
+            raise ValueError(f"{prefix}{_parameter_name(i, shape)} is given both as arg{i} and "
+                             f"as leaf keys arg{i}.{{j}}; give one of the two")
+        by_index.append(_nest(shape, iter([arrays.get(key) for key in leaf_keys])))
+    return by_index
+
+
+def _nest(shape: Any, leaves: Iterator[Any]) -> Any:
+    """The flat ``leaves`` of a tuple shape, nested as the shape is."""
+    if shape.is_tuple:
+        return tuple(_nest(element, leaves) for element in shape.elements)
+    return next(leaves)
+
+
+def _fit(value: Any, shape: Any, i: int, leaf_numbers: Iterator[int] | None, num_devices: int,
+         prefix: str) -> Fitted:
+    """Parameter i's input (or, with ``leaf_numbers``, the part of it at ``shape``) fitted."""
+    if shape.is_tuple:
+        what = _parameter_name(i, shape)
         if value is None:
-            raise ValueError(f"{prefix}no input array for {what}")
-        dtype = shape.element_type.numpy_dtype
-        if not isinstance(value, np.ndarray):
-            try:
-                value = np.asarray(value, dtype=dtype)
-            except (TypeError, ValueError, OverflowError) as exc:
-                raise ValueError(f"{prefix}{what} cannot be converted: {exc}") from None
-        if value.dtype != dtype:
-            if value.dtype.kind == "V" and value.dtype.itemsize == dtype.itemsize:
-                value = value.view(dtype)
-            else:
-                raise ValueError(f"{prefix}{what} has dtype {value.dtype}, expected "
-                                 f"{shape.element_type.spelling} ({dtype})")
-        dims = tuple(shape.dims)
-        if value.shape != dims and value.shape != (num_devices, *dims):
-            raise ValueError(f"{prefix}{what} has shape {list(value.shape)}; expected "
-                             f"{list(dims)} (same on every device) or "
-                             f"{[num_devices, *dims]} (one per device)")
-        fitted.append(value)
-    return fitted
+            raise ValueError(f"{prefix}no input for {what}")
+        if not isinstance(value, (list, tuple)):
+            raise ValueError(f"{prefix}{what} is a tuple: give a sequence of "
+                             f"{len(shape.elements)} inputs, one per element (or the npz keys "
+                             f"arg{i}.{{j}}, one per leaf)")
+        if len(value) != len(shape.elements):
+            raise ValueError(f"{prefix}{what} is a tuple of {len(shape.elements)} elements but "
+                             f"{len(value)} inputs were given for it")
+        return tuple(_fit(v, element, i, leaf_numbers, num_devices, prefix)
+                     for element, v in zip(shape.elements, value))
+    leaf = next(leaf_numbers) if leaf_numbers is not None else None
+    if shape.is_token:
+        return None
+    what = _parameter_name(i, shape, leaf)
+    if value is None:
+        raise ValueError(f"{prefix}no input array for {what}")
+    dtype = shape.element_type.numpy_dtype
+    if not isinstance(value, np.ndarray):
+        try:
+            value = np.asarray(value, dtype=dtype)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ValueError(f"{prefix}{what} cannot be converted: {exc}") from None
+    if value.dtype != dtype:
+        if value.dtype.kind == "V" and value.dtype.itemsize == dtype.itemsize:
+            value = value.view(dtype)
+        else:
+            raise ValueError(f"{prefix}{what} has dtype {value.dtype}, expected "
+                             f"{shape.element_type.spelling} ({dtype})")
+    dims = tuple(shape.dims)
+    if value.shape != dims and value.shape != (num_devices, *dims):
+        raise ValueError(f"{prefix}{what} has shape {list(value.shape)}; expected "
+                         f"{list(dims)} (same on every device) or "
+                         f"{[num_devices, *dims]} (one per device)")
+    return value

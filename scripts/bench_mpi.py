@@ -94,7 +94,7 @@ def _worker(size_mib: int, devices: int, mode: str, repeat: int) -> None:
     from mpi4py import MPI
 
     from interpreter.backends.mpi import run_mpi
-    from interpreter.backends.mpi_transport import MpiTransport
+    from interpreter.backends.mpi.transport import MpiTransport
     from neuron_sim.hlo import parse_module
 
     comm = MPI.COMM_WORLD

@@ -12,13 +12,17 @@ from typing import Sequence
 
 import numpy as np
 
+from neuron_sim.hlo import Opcode
+
 from interpreter import collectives
-from interpreter.backends.mpi_exact import CollectiveCall
 from interpreter.errors import CollectiveMismatchError
+from interpreter.transport import CollectiveCall, Fingerprint, apply_collective
 
 
 class LocalTransport:
     """Collectives among the rows of one process (all devices, or a subset under control flow).
+
+    The ``interpreter.transport.Transport`` of the local backend.
     """
 
     name = "local"
@@ -27,36 +31,23 @@ class LocalTransport:
     def __init__(self, num_devices: int) -> None:
         self.num_devices = num_devices
 
-    def collective(self, call: CollectiveCall, fingerprint=None) -> list[np.ndarray]:
+    def collective(self, call: CollectiveCall, fingerprint: Fingerprint | None = None
+                   ) -> list[np.ndarray]:
+        """The outputs of ``call`` for ``call.active``; a partial group is a mismatch."""
         active = np.asarray(call.active, np.int64)
         row_of = np.full(self.num_devices, -1, np.int64)
         row_of[active] = np.arange(len(active))
         local = local_groups(call, row_of)
         kind = call.kind
-        if kind == "collective-permute":
+        if kind is Opcode.COLLECTIVE_PERMUTE:
             pairs = [(int(row_of[s]), int(row_of[t])) for s, t in call.pairs
                      if row_of[t] >= 0]
-            return [collectives.collective_permute(x, pairs) for x in call.operands]
+            return apply_collective(call, call.operands, (), pairs)
         uniform = isinstance(local, np.ndarray) and local.size > 0
-        if uniform and kind in ("all-reduce", "all-gather") and not call.variadic and \
+        if uniform and kind in (Opcode.ALL_REDUCE, Opcode.ALL_GATHER) and not call.variadic and \
                 all(_same_on_every_row(x) for x in call.operands):
             return [_replicated_collective(call, x, local.shape[1]) for x in call.operands]
-        if kind == "all-reduce":
-            if call.variadic:
-                return list(collectives.all_reduce_variadic(call.operands, local, call.combine))
-            return [collectives.all_reduce(x, local, call.combine) for x in call.operands]
-        if kind == "reduce-scatter":
-            return [collectives.reduce_scatter(x, local, call.dim, call.combine)
-                    for x in call.operands]
-        if kind == "all-gather":
-            return [collectives.all_gather(x, local, call.dim) for x in call.operands]
-        if kind == "all-to-all":
-            return [collectives.all_to_all(x, local, call.dim) for x in call.operands]
-        if kind == "all-to-all-tuple":
-            return list(collectives.all_to_all_tuple(call.operands, local))
-        if kind == "collective-broadcast":
-            return [collectives.collective_broadcast(x, local) for x in call.operands]
-        raise ValueError(f"unknown collective kind {kind!r}")
+        return apply_collective(call, call.operands, local)
 
 
 def local_groups(call: CollectiveCall, row_of: np.ndarray) -> np.ndarray | list[tuple[int, ...]]:
@@ -89,7 +80,7 @@ def local_groups(call: CollectiveCall, row_of: np.ndarray) -> np.ndarray | list[
 def _mismatch(call: CollectiveCall, group: Sequence[int], row_of: np.ndarray) -> None:
     group = [int(d) for d in group]
     arrived = [d for d in group if row_of[d] >= 0]
-    raise CollectiveMismatchError(call.kind, group, arrived)
+    raise CollectiveMismatchError(call.kind.spelling, group, arrived)
 
 
 def _same_on_every_row(x: np.ndarray) -> bool:
@@ -100,7 +91,7 @@ def _replicated_collective(call: CollectiveCall, x: np.ndarray, size: int) -> np
     """All-reduce / all-gather of a value held by every row: computed once, broadcast back."""
     copies = np.broadcast_to(x[0], (size, *x.shape[1:]))
     group = [tuple(range(size))]
-    if call.kind == "all-reduce":
+    if call.kind is Opcode.ALL_REDUCE:
         one = collectives.all_reduce(copies, group, call.combine)[0]
     else:
         one = collectives.all_gather(copies, group, call.dim)[0]

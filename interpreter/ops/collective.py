@@ -2,8 +2,8 @@
 
 A collective op reads its instruction once (kind, participant groups in flattened ids from
 ``neuron_sim.topology``'s group mode / participant groups / permute pairs, dimension, reduction:
-``interpreter.backends.mpi_collectives``), stacks its operands over the frame's devices and hands
-the transport one ``CollectiveCall``; the transport checks the rendezvous and applies
+``interpreter.transport``), stacks its operands over the frame's devices and hands the transport
+one ``CollectiveCall``; the transport checks the rendezvous and applies
 ``interpreter.collectives``. Async ``-start``/``-done`` pairs have the synchronous semantics: the
 start computes the result, the done yields it.
 
@@ -18,16 +18,14 @@ import numpy as np
 from neuron_sim.hlo import Opcode
 from neuron_sim.hlo.shapes import TupleShape
 
-from interpreter.backends.mpi_collectives import (collective_kind, describe, fingerprint_of,
-                                                  flattened_pairs, participant_groups_of,
-                                                  recognize_reduction)
-from interpreter.backends.mpi_exact import CollectiveCall
-from interpreter.errors import InterpreterError, Unimplemented
+from interpreter.errors import InterpreterError, Unimplemented, describe
 from interpreter.ops.control import zeros_value
 from interpreter.ops.elementwise import (element_type_of, float_maximum, float_minimum,
                                          is_float, is_pred)
 from interpreter.ops.reduce import binary_reducer
 from interpreter.ops.registry import implements
+from interpreter.transport import (CollectiveCall, collective_kind, fingerprint_of,
+                                   flattened_pairs, participant_groups_of)
 from interpreter.values import PerDevice, Replicated, TupleValue, collapse_if_uniform, stacked
 
 
@@ -76,15 +74,17 @@ class _Static:
         inst, topology = ctx.inst, ctx.evaluator.topology
         self.kind = collective_kind(inst)
         self.groups = participant_groups_of(inst, topology)
-        self.pairs = flattened_pairs(inst, topology) if self.kind == "collective-permute" else ()
-        dims = inst.dimensions if self.kind in ("all-gather", "reduce-scatter",
-                                                "all-to-all") else ()
+        self.pairs = flattened_pairs(inst, topology) \
+            if self.kind is Opcode.COLLECTIVE_PERMUTE else ()
+        dims = inst.dimensions if self.kind in (Opcode.ALL_GATHER, Opcode.REDUCE_SCATTER,
+                                                Opcode.ALL_TO_ALL) and inst.has("dimensions") \
+            else ()
         self.dim = dims[0] if dims else None
         self.label = describe(inst)
         self.reduction = None
         self.combine = None
-        if self.kind in ("all-reduce", "reduce-scatter"):
-            self.reduction = recognize_reduction(inst.get("to_apply"))
+        if self.kind in (Opcode.ALL_REDUCE, Opcode.REDUCE_SCATTER):
+            self.reduction = binary_reducer(inst.get("to_apply"))
             self.combine = combiner(ctx)
 
 

@@ -22,9 +22,9 @@ import pytest
 
 import interpreter
 from interpreter.backends.mpi import per_rank_path
-from interpreter.backends.mpi_layout import RankLayout, RankLayoutError, format_devices
-from interpreter.backends.mpi_protocol import (Arrival, Fingerprint, check_groups_arrived,
-                                               describe_mismatch)
+from interpreter.backends.mpi.layout import RankLayout, RankLayoutError, format_devices
+from interpreter.backends.mpi.protocol import Arrival, check_groups_arrived, describe_mismatch
+from interpreter.transport import Fingerprint
 from neuron_sim.hlo import parse_module_file
 from neuron_sim.io import read_npz, storable
 from neuron_sim.topology import Topology, parse_device_assignment

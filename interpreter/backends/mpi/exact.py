@@ -19,66 +19,27 @@ only its share, as a ring all-reduce would.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
+from neuron_sim.hlo import Opcode
+
 from interpreter import collectives
-from interpreter.backends.mpi_exchange import ArraySpec, Exchange
-from interpreter.backends.mpi_layout import RankLayout
+from interpreter.backends.mpi.exchange import ArraySpec, Exchange
+from interpreter.backends.mpi.layout import RankLayout
+from interpreter.transport import CollectiveCall, apply_collective
 
-__all__ = ["CollectiveCall", "KINDS", "exact_collective", "exact_reduction", "needed_devices"]
-
-KINDS = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "all-to-all-tuple",
-         "collective-permute", "collective-broadcast")
-
-
-@dataclass
-class CollectiveCall:
-    """One collective as the transport sees it, on the devices of this rank that reached it.
-
-    ``operands[i]`` is stacked over ``active`` (row k is the value on flattened device
-    ``active[k]``). ``groups`` are the ordered participant groups (flattened ids) of the whole
-    topology; for collective-permute they are the groups whose members must all arrive, and
-    ``pairs`` are the flattened (source, target) pairs. ``combine`` is the elementwise reduction
-    (``combine_many`` semantics when ``variadic``).
-    """
-
-    kind: str
-    operands: list[np.ndarray]
-    active: tuple[int, ...]
-    groups: tuple[tuple[int, ...], ...]
-    dim: int | None = None
-    pairs: tuple[tuple[int, int], ...] = ()
-    combine: Callable[..., Any] | None = None
-    variadic: bool = False
-    label: str = ""
-    reduction: str | None = field(default=None)  # "add", "multiply"... when recognised
-
-    def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"unknown collective kind {self.kind!r}")
-        for index, operand in enumerate(self.operands):
-            if operand.shape[:1] != (len(self.active),):
-                raise ValueError(
-                    f"operand {index} of {self.label or self.kind} is stacked over "
-                    f"{operand.shape[0] if operand.ndim else 0} devices, but "
-                    f"{len(self.active)} devices arrived")
-
-    def touching_groups(self, devices: Sequence[int]) -> list[tuple[int, ...]]:
-        """The groups that contain one of ``devices``, in group order."""
-        wanted = set(devices)
-        return [g for g in self.groups if not wanted.isdisjoint(g)]
+__all__ = ["exact_collective", "exact_reduction", "needed_devices"]
 
 
 def needed_devices(call: CollectiveCall, devices: Sequence[int]) -> set[int]:
     """The devices whose inputs the results of ``devices`` depend on."""
     wanted = set(devices)
-    if call.kind == "collective-permute":
+    if call.kind is Opcode.COLLECTIVE_PERMUTE:
         return {s for s, t in call.pairs if t in wanted}
     groups = call.touching_groups(devices)
-    if call.kind == "collective-broadcast":
+    if call.kind is Opcode.COLLECTIVE_BROADCAST:
         return {g[0] for g in groups}
     return {d for g in groups for d in g}
 
@@ -86,7 +47,7 @@ def needed_devices(call: CollectiveCall, devices: Sequence[int]) -> set[int]:
 def exact_collective(call: CollectiveCall, exchange: Exchange, layout: RankLayout,
                      peer_active: dict[int, tuple[int, ...]]) -> list[np.ndarray]:
     """The collective's outputs for ``call.active``, bit-identical to the local backend."""
-    if call.kind in ("all-reduce", "reduce-scatter"):
+    if call.is_reduction:
         return exact_reduction(call, exchange, layout, peer_active)
     active = call.active
     mine = set(active)
@@ -128,29 +89,17 @@ def exact_collective(call: CollectiveCall, exchange: Exchange, layout: RankLayou
 def _apply(call: CollectiveCall, stacks: list[np.ndarray],
            position: dict[int, int]) -> list[np.ndarray]:
     """Call the shared semantics on compact stacks whose row ``position[d]`` is device d."""
-    kind = call.kind
-    if kind == "collective-permute":
+    if call.kind is Opcode.COLLECTIVE_PERMUTE:
         mine = set(call.active)
         pairs = [(position[s], position[t]) for s, t in call.pairs if t in mine]
-        return [collectives.collective_permute(stack, pairs) for stack in stacks]
+        return apply_collective(call, stacks, (), pairs)
     groups = call.touching_groups(call.active)
-    if kind == "collective-broadcast":
+    if call.kind is Opcode.COLLECTIVE_BROADCAST:
         mine = set(call.active)
         local = [(position[g[0]], *[position[d] for d in g[1:] if d in mine]) for g in groups]
-        return [collectives.collective_broadcast(stack, local) for stack in stacks]
-    local = [tuple(position[d] for d in g) for g in groups]
-    if kind == "all-reduce":
-        if call.variadic:
-            return list(collectives.all_reduce_variadic(stacks, local, call.combine))
-        return [collectives.all_reduce(stack, local, call.combine) for stack in stacks]
-    if kind == "reduce-scatter":
-        return [collectives.reduce_scatter(stack, local, call.dim, call.combine)
-                for stack in stacks]
-    if kind == "all-gather":
-        return [collectives.all_gather(stack, local, call.dim) for stack in stacks]
-    if kind == "all-to-all":
-        return [collectives.all_to_all(stack, local, call.dim) for stack in stacks]
-    return list(collectives.all_to_all_tuple(stacks, local))
+    else:
+        local = [tuple(position[d] for d in g) for g in groups]
+    return apply_collective(call, stacks, local)
 
 
 def _apply_in_place(call: CollectiveCall) -> list[np.ndarray]:
@@ -227,11 +176,11 @@ def exact_reduction(call: CollectiveCall, exchange: Exchange, layout: RankLayout
     exchange.swap(sends, receives, f"sharing folded chunks at {call.label}")
 
     shapes = [op.shape[1:] for op in call.operands]
-    if call.kind == "all-reduce" and len(groups) == 1:
+    if call.kind is Opcode.ALL_REDUCE and len(groups) == 1:
         # Every device here holds the same result: a broadcast view, no copies.
         return [np.broadcast_to(reduced.reshape(shape), (len(call.active), *shape))
                 for reduced, shape in zip(reduced_of[0], shapes)]
-    if call.kind == "all-reduce":
+    if call.kind is Opcode.ALL_REDUCE:
         outputs = [np.empty((len(call.active), *shape), dtype=op.dtype)
                    for shape, op in zip(shapes, call.operands)]
     else:
@@ -244,7 +193,7 @@ def exact_reduction(call: CollectiveCall, exchange: Exchange, layout: RankLayout
             for k, d in enumerate(call.active):
                 if d not in group:
                     continue
-                if call.kind == "all-reduce":
+                if call.kind is Opcode.ALL_REDUCE:
                     outputs[i][k] = reduced
                 else:
                     outputs[i][k] = _block(reduced, len(group), call.dim, group.index(d))

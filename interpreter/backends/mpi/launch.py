@@ -1,9 +1,10 @@
-"""The MPI backend: the same execution as the local backend, one MPI process per block of devices.
+"""Launching a run on every MPI rank, and leaving it: the start and the end of the data flow.
 
 ``mpiexec -n W neuron-sim run MODULE.hlo --backend mpi`` starts W processes; each one parses the
-module, hosts D/W of the D simulated devices (placed by the device assignment, see
-``mpi_layout``), runs the shared evaluator on them and hands every collective to its
-``MpiTransport``. Rank 0 then gathers the outputs (or each rank writes its own).
+module, hosts D/W of the D simulated devices (placed by the device assignment, see ``layout``),
+prepares its devices' rows of the arguments (``interpreter.arguments``), runs the shared
+evaluator on them and hands every collective to its ``MpiTransport``. Rank 0 then gathers the
+outputs (or each rank writes its own).
 
 Python API, for code already running under mpiexec::
 
@@ -27,14 +28,19 @@ from typing import Any, Callable, Mapping, NoReturn, Sequence
 
 import numpy as np
 
-from interpreter.backends.mpi_collectives import module_groups
-from interpreter.backends.mpi_layout import RankLayout, RankLayoutError
-from interpreter.backends.mpi_protocol import (EXIT_INTERNAL, EXIT_MISMATCH, EXIT_TIMEOUT,
-                                               MpiRunError)
-from interpreter.backends.mpi_transport import MODES, MpiTransport
 from neuron_sim.hlo import HloModule, parse_module
-from neuron_sim.hlo.shapes import ArrayShape
+from neuron_sim.io import output_arrays, write_npz
 from neuron_sim.topology import Topology
+
+from interpreter.arguments import prepare_arguments
+from interpreter.backends.mpi.layout import RankLayout, RankLayoutError
+from interpreter.backends.mpi.protocol import (EXIT_INTERNAL, EXIT_MISMATCH, EXIT_TIMEOUT,
+                                               MpiRunError)
+from interpreter.backends.mpi.transport import MODES, MpiTransport
+from interpreter.errors import CollectiveMismatchError
+from interpreter.evaluator import Evaluator
+from interpreter.transport import collective_groups
+from interpreter.values import leaves, output_rows
 
 __all__ = ["DEFAULT_TIMEOUT", "MODES", "MpiResult", "MpiRunError", "RankLayout",
            "RankLayoutError", "exit_process", "per_rank_path", "run_mpi", "write_outputs"]
@@ -84,11 +90,6 @@ def run_mpi(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] |
     """
     from mpi4py import MPI
 
-    from interpreter import draw_inputs
-    from interpreter.errors import CollectiveMismatchError
-    from interpreter.evaluator import Evaluator
-    from interpreter.values import leaves
-
     world = MPI.COMM_WORLD if comm is None else comm
     if isinstance(module, str):
         module = parse_module(module)
@@ -97,17 +98,18 @@ def run_mpi(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] |
     layout = RankLayout(topology, world.Get_size())
     _wait_for_every_rank(world, timeout, report)
     transport = MpiTransport(layout, mode=mode, timeout=timeout, comm=world,
-                             collective_groups=module_groups(module, topology)
+                             collective_groups=collective_groups(module, topology)
                              if mode == "native" else ())
     control = transport.control
     control.start_watchdog(report)
     devices = transport.devices
     try:
         try:
-            args = _arguments(module, topology, inputs, seed, devices, draw_inputs)
+            args = prepare_arguments(module, topology, inputs, seed, devices)
             evaluator = Evaluator(module, topology, transport, seed)
             result = evaluator.run_entry(args, np.asarray(devices, dtype=np.int64))
-            local = [_materialize(value, len(devices)) for value in leaves(result)]
+            # Replicated leaves stay read-only views: gathering or writing copies anyway.
+            local = [output_rows(value, len(devices)) for value in leaves(result)]
             transport.finish()
             outputs = transport.gather(local) if gather else None
         except MpiRunError:
@@ -148,46 +150,6 @@ def _wait_for_every_rank(world: Any, timeout: float | None,
         time.sleep(0.001)
 
 
-def _arguments(module: HloModule, topology: Topology, inputs, seed, devices, draw_inputs):
-    """The entry arguments on this rank's devices (all devices' inputs read, own rows kept)."""
-    from interpreter.errors import InputError
-    from interpreter.values import TOKEN, Replicated, collapse_if_uniform
-    from neuron_sim.io import fit_arguments
-
-    shapes = [p.shape for p in module.entry.parameters]
-    if inputs is None:
-        if any(isinstance(s, ArrayShape) and s.is_array for s in shapes) and seed is None:
-            raise InputError(f"module {module.name} has {len(shapes)} parameters: give inputs "
-                             "or a seed to draw them")
-        inputs = draw_inputs(module, topology, seed or 0)
-    try:
-        arrays = fit_arguments(inputs, shapes, topology.num_devices)
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
-    rows = np.asarray(devices, dtype=np.int64)
-    args = []
-    for array, shape in zip(arrays, shapes):
-        if array is None:
-            args.append(TOKEN)
-        elif array.ndim == len(shape.dims):
-            value = np.array(array, copy=True)
-            value.flags.writeable = False
-            args.append(Replicated(value))
-        else:
-            args.append(collapse_if_uniform(array[rows]))  # fancy indexing copies
-    return args
-
-
-def _materialize(value, rows: int) -> np.ndarray:
-    from interpreter.values import TOKEN, Replicated
-
-    if value is TOKEN:
-        return np.zeros((rows, 0), np.bool_)
-    if isinstance(value, Replicated):  # a read-only view: gathering or writing copies anyway
-        return np.broadcast_to(value.array, (rows, *value.array.shape))
-    return value.array
-
-
 # ---------------------------------------------------------------------------------------------
 # Output and leaving.
 
@@ -205,8 +167,6 @@ def write_outputs(result: MpiResult, path: str | os.PathLike, *, per_rank: bool 
     A per-rank file holds ``out{j}`` stacked over the rank's devices and ``devices``, their
     flattened ids.
     """
-    from neuron_sim.io import output_arrays, write_npz
-
     if per_rank:
         arrays = output_arrays(result.local_outputs)
         arrays["devices"] = np.asarray(result.devices, dtype=np.int64)

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from neuron_sim.errors import UserError
 from neuron_sim.topology import Topology
 
 __all__ = ["RankLayout", "RankLayoutError", "format_devices"]
 
 
-class RankLayoutError(ValueError):
+class RankLayoutError(UserError):
     """The number of MPI processes cannot host the module's devices (a usage error)."""
 
 

@@ -24,43 +24,37 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from neuron_sim.hlo import Opcode
+
 from interpreter import collectives
-from interpreter.backends.mpi_exact import CollectiveCall
-from interpreter.backends.mpi_exchange import as_bytes
-from interpreter.backends.mpi_layout import RankLayout
+from interpreter.backends.mpi.exchange import as_bytes
+from interpreter.backends.mpi.layout import RankLayout
+from interpreter.transport import CollectiveCall
 
 __all__ = ["NativeCollectives", "NATIVE_REDUCTIONS"]
 
-NATIVE_REDUCTIONS = ("add", "multiply", "maximum", "minimum", "and", "or", "xor")
-
-_UFUNCS = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum,
-           "minimum": np.minimum, "and": np.bitwise_and, "or": np.bitwise_or,
-           "xor": np.bitwise_xor}
+NATIVE_REDUCTIONS = (Opcode.ADD, Opcode.MULTIPLY, Opcode.MAXIMUM, Opcode.MINIMUM, Opcode.AND,
+                     Opcode.OR, Opcode.XOR)
 _TAG_PERMUTE = 301
 # MPI counts and displacements are C ints.
 _MAX_BYTES = (1 << 31) - 1
 
 
-def _mpi_op(reduction: str | None, dtype: np.dtype):
+def _mpi_op(reduction: Opcode | None, dtype: np.dtype):
     """The MPI operation computing ``reduction`` exactly as HLO does on ``dtype``, or None."""
     from mpi4py import MPI
 
     kind = np.dtype(dtype).kind
     if kind == "b":
-        return {"and": MPI.LAND, "or": MPI.LOR, "xor": MPI.LXOR}.get(reduction or "")
+        return {Opcode.AND: MPI.LAND, Opcode.OR: MPI.LOR, Opcode.XOR: MPI.LXOR}.get(reduction)
     if kind in "iu":
-        return {"add": MPI.SUM, "multiply": MPI.PROD, "maximum": MPI.MAX, "minimum": MPI.MIN,
-                "and": MPI.BAND, "or": MPI.BOR, "xor": MPI.BXOR}.get(reduction or "")
+        return {Opcode.ADD: MPI.SUM, Opcode.MULTIPLY: MPI.PROD, Opcode.MAXIMUM: MPI.MAX,
+                Opcode.MINIMUM: MPI.MIN, Opcode.AND: MPI.BAND, Opcode.OR: MPI.BOR,
+                Opcode.XOR: MPI.BXOR}.get(reduction)
     if kind in "fc" and np.dtype(dtype) in (np.dtype(np.float32), np.dtype(np.float64),
                                               np.dtype(np.complex64), np.dtype(np.complex128)):
-        return {"add": MPI.SUM, "multiply": MPI.PROD}.get(reduction or "")
+        return {Opcode.ADD: MPI.SUM, Opcode.MULTIPLY: MPI.PROD}.get(reduction)
     return None
-
-
-def _ufunc(reduction: str, dtype: np.dtype):
-    if np.dtype(dtype).kind == "b":
-        return {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[reduction]
-    return _UFUNCS[reduction]
 
 
 def _blocks(x: np.ndarray, n: int, dim: int) -> np.ndarray:
@@ -98,7 +92,7 @@ class NativeCollectives:
     # -- dispatch ------------------------------------------------------------------------------
     def supports(self, call: CollectiveCall) -> bool:
         """Whether ``call`` runs natively (otherwise the transport uses exact mode)."""
-        if call.kind in ("all-reduce", "reduce-scatter"):
+        if call.is_reduction:
             if call.variadic or call.reduction is None:
                 return False
             if not all(_mpi_op(call.reduction, op.dtype) for op in call.operands):
@@ -109,15 +103,15 @@ class NativeCollectives:
         return all(self._comm_for(ranks) is not None for ranks in self._rank_sets(call))
 
     def run(self, call: CollectiveCall, peer_active: dict[int, tuple[int, ...]]) -> list[np.ndarray]:
-        run = {"all-reduce": self._all_reduce, "reduce-scatter": self._reduce_scatter,
-               "all-gather": self._all_gather, "all-to-all": self._all_to_all,
-               "all-to-all-tuple": self._all_to_all, "collective-permute": self._permute,
-               "collective-broadcast": self._broadcast}[call.kind]
+        run = {Opcode.ALL_REDUCE: self._all_reduce, Opcode.REDUCE_SCATTER: self._reduce_scatter,
+               Opcode.ALL_GATHER: self._all_gather, Opcode.ALL_TO_ALL: self._all_to_all,
+               Opcode.COLLECTIVE_PERMUTE: self._permute,
+               Opcode.COLLECTIVE_BROADCAST: self._broadcast}[call.kind]
         return run(call)
 
     # -- helpers -------------------------------------------------------------------------------
     def _rank_sets(self, call: CollectiveCall) -> set[tuple[int, ...]]:
-        if call.kind == "collective-permute":
+        if call.kind is Opcode.COLLECTIVE_PERMUTE:
             return set()
         return {tuple(self.layout.ranks_of(g)) for g in call.touching_groups(call.active)}
 
@@ -136,7 +130,8 @@ class NativeCollectives:
     def _local_fold(self, call: CollectiveCall, x: np.ndarray, group: Sequence[int],
                     row_of: dict[int, int]) -> np.ndarray:
         rows = [x[row_of[d]] for d in group if d in row_of]
-        return collectives.fold_group(rows, _ufunc(call.reduction, x.dtype))
+        # For the reductions MPI runs natively, ``combine`` is the numpy ufunc MPI's op matches.
+        return collectives.fold_group(rows, call.combine)
 
     # -- reductions ----------------------------------------------------------------------------
     def _reduced(self, call: CollectiveCall) -> tuple[list[dict[tuple[int, ...], np.ndarray]], list]:
@@ -252,7 +247,7 @@ class NativeCollectives:
         """MPI Alltoallv: block j of position i goes straight to the rank hosting position j."""
         row_of = {d: k for k, d in enumerate(call.active)}
         rank_of = self.layout.rank_of
-        tuple_form = call.kind == "all-to-all-tuple"
+        tuple_form = call.is_tuple_all_to_all
         n = len(call.groups[0])
         if tuple_form:
             sample = call.operands[0]

@@ -34,14 +34,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, NoReturn, Sequence
 
-from interpreter.backends.mpi_layout import RankLayout, format_devices
+from interpreter.backends.mpi.layout import RankLayout, format_devices
 from interpreter.errors import InterpreterError
+from interpreter.transport import Fingerprint
 
 __all__ = [
     "Arrival",
     "ControlPlane",
     "EXIT_MISMATCH",
-    "Fingerprint",
     "MpiRunError",
     "check_groups_arrived",
     "describe_mismatch",
@@ -98,26 +98,6 @@ class CollectiveMismatch(Exception):
 
 # --------------------------------------------------------------------------------------------
 # What ranks tell each other.
-
-
-@dataclass(frozen=True)
-class Fingerprint:
-    """The identity of one collective as every participant must see it.
-
-    ``fields`` are named, printable parts (instruction, opcode, channel_id, group mode,
-    replica groups, operand types, dimensions...): equality compares them all, and a mismatch
-    message names the fields that differ.
-    """
-
-    fields: tuple[tuple[str, str], ...]
-
-    def get(self, name: str) -> str | None:
-        return dict(self.fields).get(name)
-
-    def differences(self, other: "Fingerprint") -> list[str]:
-        mine, theirs = dict(self.fields), dict(other.fields)
-        return [f"{name} ({mine.get(name, '-')} vs {theirs.get(name, '-')})"
-                for name in dict.fromkeys([*mine, *theirs]) if mine.get(name) != theirs.get(name)]
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from interpreter.backends.mpi_exact import CollectiveCall, exact_collective
-from interpreter.backends.mpi_exchange import ArraySpec, Exchange
-from interpreter.backends.mpi_layout import RankLayout
-from interpreter.backends.mpi_protocol import (Arrival, CollectiveMismatch, ControlPlane,
-                                               Fingerprint, check_groups_arrived)
+from neuron_sim.hlo import Opcode
+
+from interpreter.backends.mpi.exact import exact_collective
+from interpreter.backends.mpi.exchange import ArraySpec, Exchange
+from interpreter.backends.mpi.layout import RankLayout
+from interpreter.backends.mpi.protocol import (Arrival, CollectiveMismatch, ControlPlane,
+                                               check_groups_arrived)
+from interpreter.transport import CollectiveCall, Fingerprint
 
 __all__ = ["MODES", "MpiTransport"]
 
@@ -32,7 +35,7 @@ MODES = ("exact", "native")
 class MpiTransport:
     """Collectives, the end-of-program check and the output gather for one rank.
 
-    The evaluator's transport (``interpreter.backends.Transport``): the collective ops call
+    The evaluator's transport (``interpreter.transport.Transport``): the collective ops call
     :meth:`collective` with the devices of this rank that reached the collective.
 
     ``comm`` defaults to ``MPI.COMM_WORLD``; its size W must divide the device count.
@@ -62,7 +65,7 @@ class MpiTransport:
         self.exchange = Exchange(self.data_comm, self.control.wait)
         self.native = None
         if mode == "native":
-            from interpreter.backends.mpi_native import NativeCollectives
+            from interpreter.backends.mpi.native import NativeCollectives
 
             self.native = NativeCollectives(self.data_comm, layout, self.control.wait,
                                             collective_groups)
@@ -83,9 +86,9 @@ class MpiTransport:
             # Both sides must move the data the same way; a disagreement is a mismatch, not a hang.
             fingerprint = Fingerprint((*fingerprint.fields,
                                        ("transport", "native" if native else "exact")))
-        arrival = Arrival(self.rank, fingerprint, call.label or call.kind, tuple(call.active))
+        arrival = Arrival(self.rank, fingerprint, call.label or call.kind.spelling, tuple(call.active))
         involved = set().union(*call.touching_groups(call.active)) if call.groups else set()
-        if call.kind == "collective-permute":
+        if call.kind is Opcode.COLLECTIVE_PERMUTE:
             involved |= {d for pair in call.pairs for d in pair if
                          pair[0] in call.active or pair[1] in call.active}
         peers = [r for r in self.layout.ranks_of(involved) if r != self.rank]
