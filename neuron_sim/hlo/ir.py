@@ -23,6 +23,18 @@ class HloError(ValueError):
     """A malformed IR operation, naming the instruction involved."""
 
 
+def unique_name(hint: str, taken: set[str]) -> str:
+    """``hint`` if it is not in ``taken``, else ``hint.N`` (a trailing ``.N`` of the hint
+    replaced) for the smallest free N, as XLA names clones."""
+    if hint not in taken:
+        return hint
+    base = hint.rsplit(".", 1)[0] if hint.rsplit(".", 1)[-1].isdigit() else hint
+    for i in itertools.count(1):
+        if f"{base}.{i}" not in taken:
+            return f"{base}.{i}"
+    raise AssertionError
+
+
 class HloInstruction:
     """One HLO instruction. Create through the constructor, then ``HloComputation.add``."""
 
@@ -366,14 +378,7 @@ class HloModule:
 
     def unique_name(self, hint: str) -> str:
         """``hint`` if no instruction has that name yet, else ``hint.N`` for the next free N."""
-        taken = {i.name for c in self.computations for i in c.instructions}
-        if hint not in taken:
-            return hint
-        base = hint.rsplit(".", 1)[0] if hint.rsplit(".", 1)[-1].isdigit() else hint
-        for i in itertools.count(1):
-            if f"{base}.{i}" not in taken:
-                return f"{base}.{i}"
-        raise AssertionError
+        return unique_name(hint, {i.name for c in self.computations for i in c.instructions})
 
     def instructions(self) -> Iterator[HloInstruction]:
         for comp in self.computations:

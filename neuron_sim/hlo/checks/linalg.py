@@ -17,9 +17,12 @@ RULES = RuleTable("linalg")
 
 def _result_type(ctx: Context, lhs: ArrayShape, rhs: ArrayShape) -> ElementType:
     """The declared element type, which may widen but not narrow integer inputs (XLA's
-    preferred_element_type rule)."""
-    declared = ctx.declared_array().element_type
+    preferred_element_type rule); with none declared (an instruction being built), the wider
+    operand type, as XLA's ShapeInference picks without a preferred type."""
     widest = max((lhs.element_type, rhs.element_type), key=lambda et: et.bits)
+    if ctx.inst.shape is None:
+        return widest
+    declared = ctx.declared_array().element_type
     if declared is not widest and not widest.is_float and declared.bits < widest.bits:
         raise Invalid(f"{ctx.name} of {widest} operands cannot produce the narrower {declared}")
     return declared
