@@ -132,7 +132,7 @@ def correct_pairs(root: Path = ROOT) -> list[BasePair]:
 
 
 def _sound_pass_rewrites(root: Path) -> list[BasePair]:
-    from verify.differential import apply_passes, pass_list
+    from verify.api import apply_passes, pass_list
 
     cases = (("ar_ds_single_group_sorted", "aws_neuron_rewrite_all_reduce_dynamic_slice"),
              ("ar_ds_multi_group_contiguous",
@@ -614,7 +614,7 @@ KNOWN_MISSES: dict[str, str] = {
 
 
 def verify_mutant(mutant: Mutant, trials: int, runner=None) -> Verdict:
-    from verify.differential import check_modules
+    from verify.api import check_modules
 
     start = time.perf_counter()
     result = check_modules(mutant.before, mutant.after, mutant.topologies, trials=trials,
@@ -631,7 +631,7 @@ def verify_mutant(mutant: Mutant, trials: int, runner=None) -> Verdict:
 def verified_bases(pairs: Sequence[BasePair], trials: int, runner=None
                    ) -> tuple[list[BasePair], list[tuple[BasePair, str]]]:
     """The pairs that verify CORRECT (mutating anything else proves nothing), and the rest."""
-    from verify.differential import check_modules
+    from verify.api import check_modules
 
     good, skipped = [], []
     for pair in pairs:
@@ -718,7 +718,7 @@ def run_control(limit: int | None = None, trials: int | None = None,
     """Generate the mutants of every base pair (but those ``skip`` rejects), verify ``limit`` of
     them (all by default) and the base pairs they come from; return the summary and the
     verdicts."""
-    from verify.differential import DEFAULT_TRIALS
+    from verify.inputs import DEFAULT_TRIALS
 
     trials = trials or DEFAULT_TRIALS
     started = time.perf_counter()

@@ -22,7 +22,8 @@ from neuron_sim.commands import (UsageError, add_json_argument, add_seed_argumen
                                  print_json, topology_from_args)
 from neuron_sim.hlo.ir import HloModule
 from neuron_sim.topology import Topology
-from verify.differential import DEFAULT_TIMEOUT, DEFAULT_TRIALS
+from verify.execution import DEFAULT_TIMEOUT
+from verify.inputs import DEFAULT_TRIALS
 
 
 def topologies_from_args(args: argparse.Namespace, module: HloModule) -> list[Topology]:
@@ -61,7 +62,7 @@ def load_inputs(path: str, module: HloModule) -> list:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from verify.differential import check_modules, check_pass
+    from verify.api import check_modules, check_pass
     from verify.report import exit_code, format_result, result_json, summary_line, \
         write_counterexample
 

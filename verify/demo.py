@@ -4,8 +4,8 @@ Each stop says what the module does, which pass rewrites it, and what the verifi
 CORRECT, or UNSOUND with the device that receives a wrong value, the output element, and the
 source and target values. The UNSOUND verdicts are the point of the tour — the seed passes
 really are unsafe there — so the demo succeeds (exit 0) when every verdict matches the one
-documented here, and fails (exit 1) only if one does not. A component that is missing (the
-interpreter, a pass, the examples directory) is reported in one sentence, with exit code 2.
+documented here, and fails (exit 1) only if one does not. A component that is missing (a pass,
+the examples directory) is reported in one sentence, with exit code 2.
 """
 
 from __future__ import annotations
@@ -14,9 +14,15 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
-from verify.differential import Runner, Status, VerificationResult
+from neuron_sim.hlo import HloModule, parse_module_file
+from passes import UnknownPassError, get_pass
+from verify.api import check_pass
+from verify.execution import Runner
+from verify.inputs import DEFAULT_TRIALS
+from verify.report import device_text, summary_line
+from verify.result import Status, VerificationResult
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
 
@@ -74,35 +80,23 @@ class DemoUnavailable(RuntimeError):
     """Something the demo needs is missing; the message says what."""
 
 
-def _load(case: DemoCase, examples_dir: Path):
-    from neuron_sim.hlo import parse_module_file
-
+def _load(case: DemoCase, examples_dir: Path) -> tuple[Path, HloModule]:
     path = examples_dir / f"{case.example}.hlo"
     if not path.is_file():
         raise DemoUnavailable(f"example {path} is missing (run the demo from a source checkout)")
     return path, parse_module_file(str(path))
 
 
-def _check(case: DemoCase, module: Any, runner: Runner | None, trials: int,
+def _check(case: DemoCase, module: HloModule, runner: Runner | None, trials: int,
            seed: int) -> VerificationResult:
-    from verify.differential import NO_INTERPRETER, check_pass
-
     try:
-        from passes import get_pass
         hlo_pass = get_pass(case.pass_key)
-    except ImportError as exc:
-        raise DemoUnavailable(f"the pass framework is not available ({exc})") from exc
-    except ValueError as exc:
+    except UnknownPassError as exc:
         raise DemoUnavailable(f"pass {case.pass_key} is not available ({exc})") from exc
-    result = check_pass(module, [hlo_pass], trials=trials, seed=seed, runner=runner)
-    if result.status is Status.ERROR and result.error_line == NO_INTERPRETER:
-        raise DemoUnavailable(result.detail)
-    return result
+    return check_pass(module, [hlo_pass], trials=trials, seed=seed, runner=runner)
 
 
 def _verdict_lines(case: DemoCase, result: VerificationResult) -> list[str]:
-    from verify.report import device_text
-
     lines: list[str] = []
     expected = "as expected" if result.status is case.expected else \
         f"EXPECTED {case.expected.value}"
@@ -139,9 +133,6 @@ def run_demo(out: TextIO = sys.stdout, *, runner: Runner | None = None,
              examples_dir: Path | None = None, trials: int | None = None, seed: int = 0) -> int:
     """Print the tour; 0 if every verdict is the documented one, 1 if not, 2 if something is
     missing."""
-    from verify.differential import DEFAULT_TRIALS
-    from verify.report import summary_line
-
     trials = trials or DEFAULT_TRIALS
     examples_dir = examples_dir or EXAMPLES_DIR
     print("neuron-sim demo: does a compiler pass preserve what every device computes?", file=out)

@@ -42,10 +42,13 @@ from neuron_sim.hlo.attributes import Raw
 from neuron_sim.hlo.dtypes import ElementType, Kind
 from neuron_sim.hlo.ir import HloInstruction, HloModule
 from neuron_sim.hlo.shapes import ArrayShape, Shape
+from neuron_sim.io import fit_arguments
 from neuron_sim.topology import Topology
 
 STYLES = ("distinct", "exact", "constants", "signed", "nan", "boundary", "uniform")
 """Trial ``t`` uses ``STYLES[t % len(STYLES)]``."""
+
+DEFAULT_TRIALS = len(STYLES)  # one input set of each style
 
 InputValue = Any  # np.ndarray for an array parameter, tuple of them for a tuple parameter
 
@@ -390,6 +393,28 @@ def describe_style(style: str) -> str:
         "nan": "with a NaN",
         "boundary": "with the type's extreme values",
     }[style]
+
+
+def given_inputs(module: HloModule, inputs: Sequence[Any], topology: Topology) -> list[InputValue]:
+    """User inputs (one value per parameter, shaped like it or ``[D, *shape]``) as per-device
+    stacks, checked by ``neuron_sim.io.fit_arguments``; ValueError names a parameter that does
+    not fit."""
+    params = module.entry.parameters
+    fitted = fit_arguments(inputs, [p.shape for p in params], topology.num_devices)
+    return [_stacked(value, param.shape, topology.num_devices)
+            for param, value in zip(params, fitted)]
+
+
+def _stacked(value: Any, shape: Shape, num_devices: int) -> InputValue:
+    """``value`` broadcast to ``[num_devices, *shape]`` if it is shaped like one device's."""
+    if value is None:
+        return None
+    if isinstance(value, tuple):
+        return tuple(_stacked(v, leaf, num_devices) for v, leaf in zip(value, shape.leaves()))
+    dims = tuple(shape.dims)
+    if value.shape == dims:
+        return np.broadcast_to(value, (num_devices, *dims)).copy()
+    return value
 
 
 def input_signature(module: HloModule) -> list[Shape]:

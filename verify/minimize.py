@@ -33,8 +33,16 @@ from neuron_sim.hlo.literals import Literal
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import ArrayShape
 from neuron_sim.topology import Topology
-from verify.differential import (Counterexample, Minimized, Runner, Status, VerificationResult,
-                                 apply_passes, check_modules)
+from verify.result import Minimized, Status, VerificationResult
+
+PairVerifier = Callable[[HloModule, HloModule, Topology, Sequence[Any] | None],
+                        VerificationResult]
+"""``verify(before, after, topology, inputs)``: the verdict on one candidate (inputs None:
+generated ones), with the original verification's settings."""
+
+Rewriter = Callable[[HloModule, Topology], HloModule | None]
+"""``rewrite(source, topology)``: the passes' target for a candidate source, None if the passes
+fail or change nothing."""
 
 MAX_CHECKS = 400          # verifier calls per minimization (module, topology and inputs)
 MAX_INPUT_CHECKS = 80
@@ -272,11 +280,11 @@ class _Case:
 
 
 class _Minimizer:
-    def __init__(self, original: VerificationResult, runner: Runner,
-                 passes: Sequence[Any] | None) -> None:
+    def __init__(self, original: VerificationResult, verify: PairVerifier,
+                 rewrite: Rewriter | None) -> None:
         self.original = original
-        self.runner = runner
-        self.passes = passes
+        self.verify = verify
+        self.rewrite = rewrite
         self.line = original.error_line
         self.checks = 0
 
@@ -286,24 +294,17 @@ class _Minimizer:
         if self.checks >= MAX_CHECKS:
             return None
         self.checks += 1
-        if self.passes is not None:
-            try:
-                after, changed, _ = apply_passes(before, self.passes)
-            except Exception:  # noqa: BLE001 - a variant the pass cannot handle is not kept
+        if self.rewrite is not None:
+            after = self.rewrite(before, topology)
+            if after is None:
                 return None
-            if not changed:
-                return None
-        result = check_modules(before, after, [topology], trials=self.original.trials,
-                               seed=self.original.seed, inputs=inputs,
-                               contract=self.original.contract, runner=self.runner,
-                               minimize=False, name=self.original.name,
-                               timeout=self.original.timeout)
+        result = self.verify(before, after, topology, inputs)
         if result.status is not Status.UNSOUND or result.error_line != self.line:
             return None
         return _Case(before, after, topology, result)
 
     def _size_key(self, before: HloModule, after: HloModule | None) -> tuple[int, int]:
-        size = module_size(before) + (module_size(after) if self.passes is None and after
+        size = module_size(before) + (module_size(after) if self.rewrite is None and after
                                       is not None else 0)
         return size, len(before.entry.parameters)
 
@@ -313,9 +314,9 @@ class _Minimizer:
         while progress and self.checks < MAX_CHECKS:
             progress = False
             leaf = case.result.counterexample.leaf if case.result.counterexample else None
-            for label, edit in _edits(case.before, None if self.passes else case.after, leaf):
+            for label, edit in _edits(case.before, None if self.rewrite else case.after, leaf):
                 before = case.before.clone()
-                after = None if self.passes else case.after.clone()
+                after = None if self.rewrite else case.after.clone()
                 try:
                     if not edit(before, after):
                         continue
@@ -334,7 +335,7 @@ class _Minimizer:
     def shrink_topology(self, case: _Case) -> tuple[_Case, int]:
         for topology in _smaller_topologies(case.topology):
             before = case.before.clone()
-            after = case.after.clone() if self.passes is None else None
+            after = case.after.clone() if self.rewrite is None else None
             _set_topology(before, topology)
             if after is not None:
                 _set_topology(after, topology)
@@ -406,13 +407,12 @@ class _Minimizer:
                          size=pair_size(case.before, case.after), steps=steps)
 
 
-def minimize_pair(result: VerificationResult, *, runner: Runner) -> Minimized | None:
-    """Minimize an UNSOUND before/after pair (edits only instructions identical in both)."""
-    return _Minimizer(result, runner, None).run()
+def minimize_case(result: VerificationResult, verify: PairVerifier, *,
+                  rewrite: Rewriter | None = None) -> Minimized | None:
+    """Minimize an UNSOUND result, starting from its counterexample's topology.
 
-
-def minimize_pass_case(result: VerificationResult, passes: Sequence[Any], *,
-                       runner: Runner) -> Minimized | None:
-    """Minimize the source of an UNSOUND ``check_pass`` result; the target is the passes'
-    output on the minimized source."""
-    return _Minimizer(result, runner, list(passes)).run()
+    Without ``rewrite``, a before/after pair: edits touch only instructions identical in both.
+    With ``rewrite`` (the passes), only the source is edited and the target is what ``rewrite``
+    makes of it, so the reported pair is one the passes really produce.
+    """
+    return _Minimizer(result, verify, rewrite).run()

@@ -25,7 +25,8 @@ from neuron_sim.hlo.ir import HloModule
 from neuron_sim.io import atomic_write_bytes, atomic_write_text
 from neuron_sim.topology import Topology
 from verify.compare import format_array
-from verify.differential import (VALUE_MISMATCH, Counterexample, Status, VerificationResult)
+from verify.checks import VALUE_MISMATCH
+from verify.result import Counterexample, Status, TopologyVerdict, VerificationResult
 from verify.inputs import describe_style
 
 RULE = "-" * 40
@@ -163,9 +164,22 @@ def format_result(result: VerificationResult, *, show_modules: bool = False) -> 
         lines.extend("  " + line for line in before.to_text().rstrip().splitlines())
         lines.append("After:")
         lines.extend("  " + line for line in after.to_text().rstrip().splitlines())
+    if len(result.topology_results) > 1:
+        lines.append("")
+        lines.extend(topology_line(verdict) for verdict in result.topology_results)
     lines.append("")
     lines.append(verdict_sentence(result))
     return "\n".join(lines)
+
+
+def topology_line(verdict: TopologyVerdict) -> str:
+    """``topology 2x2 (4 devices): UNSOUND, ERROR: Value mismatch`` — one topology's verdict."""
+    if verdict.status is Status.CORRECT:
+        outcome = f"CORRECT, {verdict.compared} executions compared" if verdict.compared else \
+            "CORRECT" + (", no change" if verdict.changed is False else "")
+    else:
+        outcome = ", ".join(filter(None, (verdict.status.value, verdict.error_line)))
+    return f"topology {topology_text(verdict.topology)}: {outcome}"
 
 
 def verdict_sentence(result: VerificationResult) -> str:
@@ -199,20 +213,29 @@ def counterexample_json(cex: Counterexample | None) -> dict | None:
     }
 
 
+def topology_json(verdict: TopologyVerdict) -> dict:
+    """One topology's verdict (its counterexample as found, before any minimization)."""
+    return {
+        "topology": str(verdict.topology), "status": verdict.status.value,
+        "error": verdict.error_line, "detail": verdict.detail, "compared": verdict.compared,
+        "classification": verdict.classification, "warnings": verdict.warnings,
+        "notes": verdict.notes, "changed": verdict.changed, "rewrites": verdict.rewrites,
+        "counterexample": counterexample_json(verdict.counterexample),
+    }
+
+
 def result_json(result: VerificationResult, *, include_modules: bool = False) -> dict:
     before, after, cex = result.reported
-    detail = result.detail
-    if result.minimized is not None and cex is not None:
-        from verify.differential import summary_of
-        detail = summary_of(cex)
+    detail = cex.summary() if result.minimized is not None and cex is not None else result.detail
     data: dict[str, Any] = {
         "name": result.name, "status": result.status.value, "error": result.error_line,
         "detail": detail, "passes": result.passes, "rewrites": result.rewrites,
         "changed": result.changed, "topologies": [str(t) for t in result.topologies],
-        "contract": result.contract, "trials": result.trials, "seed": result.seed,
+        "contract": str(result.contract), "trials": result.trials, "seed": result.seed,
         "compared": result.compared, "classification": result.classification,
         "warnings": result.warnings, "notes": result.notes,
         "counterexample": counterexample_json(cex),
+        "topology_results": [topology_json(v) for v in result.topology_results],
     }
     if result.minimized is not None:
         data["minimized"] = {"original_size": result.minimized.original_size,
@@ -265,12 +288,14 @@ def topology_arguments(topology: Topology) -> list[str]:
 
 
 def reproduce_command(before_path: str, after_path: str, topology: Topology,
-                      inputs_path: str | None, contract: str) -> str:
+                      inputs_path: str | None, contract: Any) -> str:
+    """The ``neuron-sim verify`` command line for the pair on ``topology`` (``contract``: a
+    ``passes.contracts`` object or its name)."""
     args = ["neuron-sim", "verify", before_path, after_path, *topology_arguments(topology)]
     if inputs_path is not None:
         args += ["--inputs", inputs_path]
-    if contract != "exact":
-        args += ["--contract", contract]
+    if str(contract) != "exact":
+        args += ["--contract", str(contract)]
     return " ".join(shlex.quote(a) for a in args)
 
 

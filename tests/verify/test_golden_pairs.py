@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from verify.differential import DEFAULT_TRIALS, Status, check_modules
+from verify import Status, check_modules
+from verify.inputs import DEFAULT_TRIALS
 from verify.report import read_pair_file
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "verify"

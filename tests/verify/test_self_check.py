@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from neuron_sim.hlo import parse_module_file
-from verify.differential import (SOURCE_FAILS, UNSUPPORTED, Status, check_modules)
+from verify import Status, check_modules
+from verify.checks import SOURCE_FAILS, UNSUPPORTED
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 MANIFEST = json.loads((DATA / "jax" / "MANIFEST.json").read_text())

@@ -117,13 +117,11 @@ def test_demo_runs_the_tour_and_exits_0(capsys):
     assert "Summary: 3 correct, 3 unsound, 0 failed to prove, 0 errors" in out
 
 
-def test_demo_without_an_interpreter_says_so_in_one_sentence(monkeypatch, capsys):
-    from verify import differential
+def test_demo_without_its_examples_says_so_in_one_sentence(monkeypatch, tmp_path, capsys):
+    from verify import demo
 
-    def unavailable(backend="local"):
-        raise differential.InterpreterUnavailable("the interpreter is not available (test)")
-    monkeypatch.setattr(differential, "default_runner", unavailable)
+    monkeypatch.setattr(demo, "EXAMPLES_DIR", tmp_path)
     assert main(["demo"]) == 2
     out = capsys.readouterr().out
-    assert "cannot run: the interpreter is not available (test)" in out
+    assert "cannot run: example " in out and "is missing" in out
     assert "Traceback" not in out

@@ -1,0 +1,209 @@
+"""The verifier's entry points: ``check_modules(before, after)`` and ``check_pass(module, passes)``.
+
+They answer the question a compiler engineer asks of a rewrite — did it preserve the program's
+meaning on every device of every topology? — with one verdict per topology (checks.py runs the
+ordered checks on each) and a summary (result.py). ``check_pass`` runs the passes once per
+topology, each time with that topology in its ``PassContext``: a pass whose rewrite depends on
+the topology is checked on the rewrite it really makes there. An UNSOUND summary is minimized
+(minimize.py), starting from the first failing topology.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Sequence
+
+from neuron_sim.hlo.ir import HloModule
+from neuron_sim.topology import Topology
+from passes import (Contract, HloPass, PassContext, PassPipeline, contract_of, get_pass,
+                    resolve_pass_options, weakest)
+from verify.checks import CHECKS, PASS_FAILED, TARGET_MALFORMED, Check, path_to, verify_topology
+from verify.execution import DEFAULT_TIMEOUT, Runner, default_runner
+from verify.inputs import DEFAULT_TRIALS
+from verify.minimize import PairVerifier, Rewriter, minimize_case
+from verify.result import Status, TopologyVerdict, VerificationResult, worst
+
+Topologies = Topology | str | Iterable[Topology | str] | None
+
+CHANGES_EXPECTED = ("the pass declares that it changes results (a positive control): this "
+                    "difference is expected")
+
+
+def normalize_topologies(topologies: Topologies, module: HloModule) -> list[Topology]:
+    """None -> the module header's; "RxP" strings parsed; duplicates dropped, order kept."""
+    if topologies is None:
+        return [Topology(module.replica_count, module.num_partitions)]
+    if isinstance(topologies, (Topology, str)):
+        topologies = [topologies]
+    result: list[Topology] = []
+    for item in topologies:
+        topology = Topology.parse(item) if isinstance(item, str) else item
+        if topology not in result:
+            result.append(topology)
+    if not result:
+        raise ValueError("no topology to verify on")
+    return result
+
+
+def check_modules(before: HloModule, after: HloModule, topologies: Topologies = None, *,
+                  trials: int = DEFAULT_TRIALS, seed: int = 0,
+                  inputs: Sequence[Any] | None = None, contract: Contract | str = "exact",
+                  backend: str = "local", runner: Runner | None = None,
+                  minimize: bool = True, name: str | None = None,
+                  timeout: float | None = DEFAULT_TIMEOUT,
+                  checks: Sequence[Check] = CHECKS) -> VerificationResult:
+    """Is ``after`` a correct replacement for ``before`` on every device of ``topologies``?
+
+    ``topologies``: a Topology, an ``"RxP"`` string or a list of them (default: ``before``'s
+    header); each gets its verdict in ``topology_results``. ``trials`` input sets per topology
+    (styles cycle, see inputs.py), drawn from ``seed``; ``inputs`` (one value per parameter,
+    ``shape`` or ``[D, *shape]``) replaces them. ``contract`` (a ``passes.contracts`` object or
+    its name) decides which differences are allowed. An UNSOUND result is minimized unless
+    ``minimize`` is False. ``timeout`` bounds one execution of the source, in seconds (None: no
+    bound). ``checks`` are run in order (default: ``checks.CHECKS``).
+    """
+    contract = contract_of(contract)
+    topologies = normalize_topologies(topologies, before)
+    runner = runner or default_runner(backend)
+    verdicts = [verify_topology(before, after, topology, trials=trials, seed=seed, inputs=inputs,
+                                contract=contract, runner=runner, timeout=timeout, checks=checks)
+                for topology in topologies]
+    result = _summary(name or before.name, before, after, topologies, verdicts, contract,
+                      trials=trials if inputs is None else 1, seed=seed, timeout=timeout)
+    if result.status is Status.UNSOUND and minimize and inputs is None:
+        result.minimized = minimize_case(result, _pair_verifier(result, runner, checks))
+    return result
+
+
+def check_pass(module: HloModule, passes: Any, topologies: Topologies = None, *,
+               trials: int = DEFAULT_TRIALS, seed: int = 0, inputs: Sequence[Any] | None = None,
+               backend: str = "local", runner: Runner | None = None, minimize: bool = True,
+               name: str | None = None, timeout: float | None = DEFAULT_TIMEOUT,
+               pass_options: Mapping[str, str] | None = None,
+               checks: Sequence[Check] = CHECKS) -> VerificationResult:
+    """Run ``passes`` on a copy of ``module`` for each topology and check each rewrite.
+
+    ``passes``: ``"a,b"``, a list of registry keys / class names / HloPass objects, or a
+    PassPipeline; ``pass_options`` (``NAME`` or ``key.NAME`` -> text) go into every run's
+    ``PassContext`` (an option no pass declares raises ``UnknownPassOptionError`` before anything
+    runs). The comparison follows the passes' weakest contract. An UNSOUND result is minimized by
+    shrinking the *source* and re-running the passes on it, so the reported pair is one the
+    passes really produce.
+    """
+    hlo_passes = pass_list(passes)
+    options = dict(pass_options or {})
+    resolve_pass_options(hlo_passes, options)
+    contract = weakest(p.contract for p in hlo_passes)
+    topologies = normalize_topologies(topologies, module)
+    runner = runner or default_runner(backend)
+    verdicts: list[TopologyVerdict] = []
+    for topology in topologies:
+        context = PassContext(topology=topology, options=options)
+        try:
+            target, changed, rewrites = apply_passes(module, hlo_passes, context)
+        except Exception as exc:  # noqa: BLE001 - PassError and anything a pass lets escape
+            verdicts.append(TopologyVerdict(topology, target=module, changed=False).fail(
+                Status.ERROR, PASS_FAILED, str(exc)))
+            continue
+        if not changed:
+            verdict = TopologyVerdict(topology, target=target, changed=False)
+            where = "" if len(topologies) == 1 else f" on topology {topology}"
+            verdict.notes.append(f"the passes made no change{where}: the target is the source")
+        else:
+            verdict = verify_topology(module, target, topology, trials=trials, seed=seed,
+                                      inputs=inputs, contract=contract, runner=runner,
+                                      timeout=timeout, checks=checks)
+            verdict.changed, verdict.rewrites = True, rewrites
+        verdicts.append(verdict)
+    result = _summary(name or module.name, module, module, topologies, verdicts, contract,
+                      trials=trials if inputs is None or not any(v.changed for v in verdicts)
+                      else 1, seed=seed, timeout=timeout)
+    result.passes = [p.name for p in hlo_passes]
+    if result.status is Status.UNSOUND and minimize and inputs is None:
+        def rewrite(source: HloModule, topology: Topology) -> HloModule | None:
+            try:
+                target, changed, _ = apply_passes(source, hlo_passes,
+                                                  PassContext(topology=topology, options=options))
+            except Exception:  # noqa: BLE001 - a variant the passes cannot handle is not kept
+                return None
+            return target if changed else None
+
+        result.minimized = minimize_case(result, _pair_verifier(result, runner, checks),
+                                         rewrite=rewrite)
+    return result
+
+
+def _summary(name: str, source: HloModule, default_target: HloModule, topologies: list[Topology],
+             verdicts: list[TopologyVerdict], contract: Contract, *, trials: int, seed: int,
+             timeout: float | None) -> VerificationResult:
+    """The result over ``verdicts``: the worst status, and the first topology with it (else the
+    first that changed anything) for the error line, detail, counterexample and target."""
+    status = worst([v.status for v in verdicts])
+    reported = next((v for v in verdicts if v.status is status), verdicts[0]) \
+        if status is not Status.CORRECT else \
+        next((v for v in verdicts if v.changed), verdicts[0])
+    for verdict in verdicts:
+        cex = verdict.counterexample
+        if cex is not None and cex.check != TARGET_MALFORMED:
+            cex.source_path = path_to(source, cex.leaf)
+            cex.target_path = path_to(verdict.target or default_target, cex.leaf)
+    classifications = [v.classification for v in verdicts if v.classification]
+    result = VerificationResult(
+        status=status, name=name, source=source,
+        target=reported.target or default_target, topologies=topologies,
+        error_line=reported.error_line if status is not Status.CORRECT else None,
+        detail=reported.detail if status is not Status.CORRECT else "",
+        counterexample=reported.counterexample if status is not Status.CORRECT else None,
+        contract=contract, trials=trials, seed=seed, timeout=timeout,
+        compared=sum(v.compared for v in verdicts),
+        classification="reassociation" if "reassociation" in classifications else
+        next(iter(classifications), None),
+        warnings=[w for v in verdicts for w in v.warnings],
+        notes=[n for v in verdicts for n in v.notes],
+        rewrites=list(reported.rewrites),
+        changed=None if all(v.changed is None for v in verdicts) else
+        any(v.changed for v in verdicts),
+        topology_results=verdicts)
+    if status is Status.UNSOUND and contract.expects_change:
+        result.notes.append(CHANGES_EXPECTED)
+    return result
+
+
+def _pair_verifier(result: VerificationResult, runner: Runner,
+                   checks: Sequence[Check]) -> PairVerifier:
+    """``verify(before, after, topology, inputs)``: ``check_modules`` with ``result``'s settings,
+    unminimized — what the minimizer asks of each smaller candidate."""
+    def verify(before: HloModule, after: HloModule, topology: Topology,
+               inputs: Sequence[Any] | None) -> VerificationResult:
+        return check_modules(before, after, [topology], trials=result.trials, seed=result.seed,
+                             inputs=inputs, contract=result.contract, runner=runner,
+                             minimize=False, name=result.name, timeout=result.timeout,
+                             checks=checks)
+
+    return verify
+
+
+# --------------------------------------------------------------------------------------------
+# Passes.
+
+
+def pass_list(passes: Any) -> list[HloPass]:
+    """``"a,b"``, a name, a list of names or HloPass objects, or a PassPipeline -> HloPass list."""
+    if isinstance(passes, PassPipeline):
+        return list(passes.passes)
+    if isinstance(passes, HloPass):
+        return [passes]
+    if isinstance(passes, str):
+        names = [n.strip() for n in passes.split(",")]
+        if not passes.strip() or not all(names):
+            raise ValueError(f"pass list {passes!r} has an empty pass name")
+        return [get_pass(n) for n in names]
+    return [get_pass(p) if isinstance(p, str) else p for p in passes]
+
+
+def apply_passes(module: HloModule, hlo_passes: Sequence[HloPass],
+                 context: PassContext | None = None) -> tuple[HloModule, bool, list[str]]:
+    """A rewritten clone of ``module``: (target, changed, rewrite log). Raises PassError."""
+    target = module.clone()
+    pipeline = PassPipeline(list(hlo_passes), name="verify")
+    changed = pipeline.run(target, context)
+    return target, changed, list(pipeline.rewrites)
