@@ -193,7 +193,7 @@ def test_collectives_and_operand_counts_are_checked_like_the_verifier_does():
         b.all_reduce(x, to_apply=total, replica_groups=[[0, 1, 2, 3]])
     with pytest.raises(HloCheckError, match=r"building %add = add\(%x\): add expects 2 operands "
                                             r"but has 1"):
-        b.instruction(Opcode.ADD, [x])
+        b.instruction(Opcode.ADD, [x], name="plus")
 
 
 def test_an_operand_from_another_computation_is_refused():
