@@ -191,7 +191,7 @@ def test_collectives_and_operand_counts_are_checked_like_the_verifier_does():
     with pytest.raises(HloCheckError, match=r"building %all-reduce = all-reduce\(%x\): .*"
                                             r"2 replicas x 1 partitions"):
         b.all_reduce(x, to_apply=total, replica_groups=[[0, 1, 2, 3]])
-    with pytest.raises(HloCheckError, match=r"building %add = add\(%x\): add expects 2 operands "
+    with pytest.raises(HloCheckError, match=r"building %plus = add\(%x\): add expects 2 operands "
                                             r"but has 1"):
         b.instruction(Opcode.ADD, [x], name="plus")
 
