@@ -410,7 +410,8 @@ def _stacked(value: Any, shape: Shape, num_devices: int) -> InputValue:
     if value is None:
         return None
     if isinstance(value, tuple):
-        return tuple(_stacked(v, leaf, num_devices) for v, leaf in zip(value, shape.leaves()))
+        return tuple(_stacked(v, element, num_devices)
+                     for v, element in zip(value, shape.elements))
     dims = tuple(shape.dims)
     if value.shape == dims:
         return np.broadcast_to(value, (num_devices, *dims)).copy()
