@@ -1,20 +1,31 @@
 """The pass framework and the passes: Neuron seed passes (``passes.neuron``) and XLA reference
 passes (``passes.xla``).
 
-    from passes import get_pass, PassPipeline
+    from passes import get_pass, PassContext, PassPipeline
     changed = get_pass("aws_neuron_rewrite_all_reduce_dynamic_slice").run(module)
-    PassPipeline(["aws_neuron_delete_permute", "dce"]).run(module)
+    PassPipeline(["aws_neuron_delete_permute", "dce"]).run(
+        module, PassContext(Topology(1, 4), options={"dce.keep_channel_collectives": "true"}))
 
 Passes are found by their registry key (the seed's key, e.g. ``aws_neuron_delete_permute``) or
-their class name. A pass that raises leaves the module unchanged (``PassError``).
+their class name (``passes.registry``: one explicit list). A pass that raises leaves the module
+unchanged (``PassError``). A pass declares its contract (``passes.contracts``) and its options
+(``passes.options``).
 """
 
-from passes.base import (Contract, HloPass, OpExpanderPass, PassError, PassInfo, PassPipeline,
-                         SeedStatus, UnknownPassError, get_pass, list_passes, pass_class,
-                         pass_keys, register_pass)
+from passes.base import (HloPass, OpExpanderPass, PassError, SeedStatus, UnknownPassError,
+                         resolve_pass_options)
+from passes.context import PassContext
+from passes.contracts import (CHANGES_RESULTS, EXACT, INFINITY_TO_FINITE, Contract, Refinement,
+                              contract_of, weakest)
+from passes.options import PassOption, UnknownPassOptionError, parse_pass_option_args
+from passes.pipeline import PassPipeline
+from passes.registry import (PassInfo, get_pass, list_passes, pass_class, pass_keys,
+                             register_pass)
 
 __all__ = [
-    "Contract", "HloPass", "OpExpanderPass", "PassError", "PassInfo", "PassPipeline",
-    "SeedStatus", "UnknownPassError", "get_pass", "list_passes", "pass_class", "pass_keys",
-    "register_pass",
+    "CHANGES_RESULTS", "Contract", "EXACT", "HloPass", "INFINITY_TO_FINITE", "OpExpanderPass",
+    "PassContext", "PassError", "PassInfo", "PassOption", "PassPipeline", "Refinement",
+    "SeedStatus", "UnknownPassError", "UnknownPassOptionError", "contract_of", "get_pass",
+    "list_passes", "parse_pass_option_args", "pass_class", "pass_keys", "register_pass",
+    "resolve_pass_options", "weakest",
 ]

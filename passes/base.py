@@ -1,37 +1,33 @@
-"""The pass framework: HloPass, OpExpanderPass, PassPipeline and the pass registry.
+"""The pass framework: HloPass and OpExpanderPass, and resolving their options.
 
-XLA's contract: a pass mutates a module and ``run(module) -> bool`` says whether it changed it.
-Ours adds two things a verifier needs:
+XLA's contract: a pass mutates a module and ``run(module, context) -> bool`` says whether it
+changed it. Ours adds what a verifier needs:
 
 * atomicity — a pass runs on a clone and the module takes the clone's contents only when the
   pass finished and reported a change, so a pass that raises leaves the module exactly as it was;
-* declarations — every pass says what it promises (``contract``: exact equivalence, a refinement,
-  or "expected to change results"), how faithfully it follows its seed (``seed_status``) and
-  where the seed describes it (``seed``), and it keeps a log of its rewrites (``rewrites``, one
-  line per rewrite) so a user sees what happened without diffing modules.
+* a context — the topology the module is compiled for and the user's options
+  (``PassContext``), handed to every pass instead of each reading the header its own way;
+* declarations — every pass says what it promises (``contract``, a ``passes.contracts``
+  object), which options it takes (``options``), how faithfully it follows its seed
+  (``seed_status``) and where the seed describes it (``seed``), and it keeps a log of its
+  rewrites (``rewrites``, one line per rewrite) so a user sees what happened without diffing.
+
+The registry (``passes.registry``) and PassPipeline (``passes.pipeline``) sit on top of this.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
-import importlib
-import pkgutil
-from dataclasses import dataclass
-from typing import Callable, ClassVar, Iterable, TypeVar
+from typing import Any, ClassVar, Mapping, Sequence
 
 from neuron_sim.errors import UserError
 from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
-
-
-class Contract(str, enum.Enum):
-    """What a pass promises about the program's results (ARCHITECTURE.md, Passes)."""
-
-    EXACT = "exact"                        # every output bit for bit on every device
-    REFINEMENT = "refinement"              # target's behaviours are a subset of the source's
-    CHANGES_RESULTS = "changes-results"    # expected to change results (a positive control)
-
-    def __str__(self) -> str:
-        return self.value
+from neuron_sim.topology import Topology
+from passes.context import PassContext
+from passes.contracts import EXACT, Contract
+from passes.options import (PassOption, UnknownPassOptionError, check_option_names,
+                            resolved_values)
 
 
 class SeedStatus(str, enum.Enum):
@@ -56,41 +52,82 @@ class UnknownPassError(UserError):
 class HloPass:
     """A module-to-module transformation with XLA's ``run(module) -> changed`` contract.
 
-    Subclasses implement ``run_on_module`` (which may mutate the module it is given freely and
-    must return True if it changed anything: changes reported as none are discarded) and call
-    ``record`` once per rewrite. ``run`` gives them a clone, so a failure cannot leave a
-    half-rewritten module behind.
+    Subclasses implement ``run_on_module(module, context)`` (which may mutate the module it is
+    given freely and must return True if it changed anything: changes reported as none are
+    discarded) and call ``record`` once per rewrite. ``run`` gives them a clone, so a failure
+    cannot leave a half-rewritten module behind.
+
+    The constructor takes a ``topology`` (overriding the context's) and values for the
+    declared ``options`` (overriding the context's ``options``); inside a run
+    ``self.option(name)`` is the typed value and ``self.context`` the context in force.
     """
 
     name: ClassVar[str] = ""                       # the registry key
-    contract: ClassVar[Contract] = Contract.EXACT
+    contract: ClassVar[Contract] = EXACT
+    options: ClassVar[tuple[PassOption, ...]] = ()
     seed_status: ClassVar[SeedStatus] = SeedStatus.FAITHFUL
     seed: ClassVar[str] = ""                       # seed file and section that describes it
     summary: ClassVar[str] = ""                    # one line for `neuron-sim passes`
 
-    def __init__(self) -> None:
+    def __init__(self, *, topology: Topology | None = None, **options: Any) -> None:
+        declared = {option.name for option in type(self).options}
+        for unknown in options:
+            if unknown not in declared:
+                raise UnknownPassOptionError(
+                    f"pass {self.label} declares no option {unknown!r} (its options: "
+                    f"{', '.join(sorted(declared)) or 'none'})")
         self.rewrites: list[str] = []
+        self.given_topology = topology
+        self.given_options: dict[str, Any] = dict(options)
+        self.context = PassContext(topology)
+        self._option_values = self._resolve({})
 
-    def run(self, module: HloModule) -> bool:
-        """Run the pass on ``module``; True if it changed it. Raises PassError (module unchanged)."""
+    @property
+    def label(self) -> str:
+        """The registry key, or the class name of an unregistered pass."""
+        return self.name or type(self).__name__
+
+    def _resolve(self, given: Mapping[str, str]) -> dict[str, Any]:
+        return resolved_values(type(self).options, self.label, type(self).__name__, given,
+                               self.given_options)
+
+    def run(self, module: HloModule, context: PassContext | None = None) -> bool:
+        """Run the pass on ``module``; True if it changed it. Raises PassError (module unchanged),
+        or UnknownPassOptionError (nothing run) if an option value of the context is bad."""
+        context = context or PassContext()
+        if self.given_topology is not None:
+            context = dataclasses.replace(context, topology=self.given_topology)
+        self._option_values = self._resolve(context.options)
+        self.context = context
         self.rewrites = []
         work = module.clone()
         try:
-            changed = bool(self.run_on_module(work))
+            changed = bool(self.run_on_module(work, context))
         except PassError:  # a nested pass already said which pass failed
             self.rewrites = []
             raise
         except Exception as exc:
             self.rewrites = []
-            raise PassError(f"pass {self.name or type(self).__name__} failed on module "
-                            f"{module.name} and left it unchanged: {exc}") from exc
+            raise PassError(f"pass {self.label} failed on module {module.name} and left it "
+                            f"unchanged: {exc}") from exc
         if changed:
             module.become(work)
         return changed
 
-    def run_on_module(self, module: HloModule) -> bool:
+    def run_on_module(self, module: HloModule, context: PassContext) -> bool:
         """Transform ``module`` in place; return whether anything changed."""
         raise NotImplementedError
+
+    def option(self, name: str) -> Any:
+        """The typed value of the declared option ``name`` in the current run (before any run:
+        the constructor's value or the default)."""
+        if name not in self._option_values:
+            raise KeyError(f"pass {self.label} declares no option {name!r}")
+        return self._option_values[name]
+
+    def leaf_passes(self) -> list[HloPass]:
+        """The passes that actually run: this one (a pipeline lists its passes')."""
+        return [self]
 
     def record(self, line: str) -> None:
         """Log one rewrite, e.g. ``%ds -> %reduce-scatter (reduce-scatter, dimensions={0}, ...)``."""
@@ -100,6 +137,25 @@ class HloPass:
         return f"<{type(self).__name__} {self.name!r}>"
 
 
+def resolve_pass_options(passes: Sequence[HloPass], given: Mapping[str, str]) -> None:
+    """Check the user's options ``given`` (``NAME`` or ``key.NAME`` -> text) against what
+    ``passes`` (pipelines included) declare, before anything runs.
+
+    Raises UnknownPassOptionError for an option no pass in the list declares, a qualified
+    ``key.NAME`` whose pass is not in the list or does not declare NAME, or a value its
+    option's type cannot convert.
+    """
+    leaves = [leaf for hlo_pass in passes for leaf in hlo_pass.leaf_passes()]
+    declared: dict[str, list[PassOption]] = {}
+    aliases: dict[str, str] = {}
+    for leaf in leaves:
+        declared.setdefault(leaf.label, list(type(leaf).options))
+        aliases[type(leaf).__name__] = leaf.label
+    check_option_names(declared, aliases, given)
+    for leaf in leaves:
+        leaf._resolve(given)
+
+
 class OpExpanderPass(HloPass):
     """XLA's OpExpanderPass: a pass defined by a matcher and an expander.
 
@@ -107,7 +163,20 @@ class OpExpanderPass(HloPass):
     (callees first), collect every instruction for which ``matches`` holds — all of them,
     before anything is mutated — then replace each with ``expand(inst)`` through
     ``HloComputation.replace_instruction``, which also removes the operands left dead.
-    ``expand`` may return None to decline, like XLA's ExpandInstruction returning nullptr.
+
+    What ``expand`` returns, and what the pass reports as a change:
+
+    * None declines, like XLA's ExpandInstruction returning nullptr; the expansion must then
+      have left the module untouched;
+    * ``inst`` itself says "changed in place" (e.g. an edit of its ``to_apply`` callee or of
+      its attributes): nothing is replaced, and it counts as a change;
+    * any other instruction replaces ``inst``: a change.
+
+    ``run`` returns True exactly when some expansion returned an instruction. XLA's
+    ``OpExpanderPass::Run`` returns ``!matching_instructions.empty()`` — a match counts even
+    when every expansion declined. Ours does not: our ``run`` keeps the rewritten clone only on
+    a reported change and ``opt`` prints "no change" from it, so the report must be true; and
+    an in-place edit has an explicit way to be counted (return ``inst``).
     """
 
     def matches(self, inst: HloInstruction) -> bool:
@@ -118,6 +187,8 @@ class OpExpanderPass(HloPass):
 
     def describe(self, old: HloInstruction, new: HloInstruction) -> str:
         """The rewrite-log line for replacing ``old`` by ``new``."""
+        if new is old:
+            return f"%{old.name} changed in place ({old.opcode.spelling})"
         return f"%{old.name} -> %{new.name} ({new.opcode.spelling})"
 
     def candidates(self, module: HloModule) -> list[HloInstruction]:
@@ -126,7 +197,7 @@ class OpExpanderPass(HloPass):
         return [inst for comp in module.post_order_computations() if comp not in fusion
                 for inst in comp.post_order() if self.matches(inst)]
 
-    def run_on_module(self, module: HloModule) -> bool:
+    def run_on_module(self, module: HloModule, context: PassContext) -> bool:
         changed = False
         for inst in self.candidates(module):
             comp: HloComputation | None = inst.parent
@@ -137,127 +208,8 @@ class OpExpanderPass(HloPass):
             new = self.expand(inst)
             if new is None:
                 continue
-            comp.replace_instruction(inst, new)
+            if new is not inst:
+                comp.replace_instruction(inst, new)
             self.record(self.describe(inst, new))
             changed = True
         return changed
-
-
-class PassPipeline(HloPass):
-    """Several passes run in order, as one pass: if any of them raises, the module is unchanged.
-
-    ``rewrites`` holds every pass's lines prefixed with the pass name; ``results`` holds
-    (pass, changed) per pass of the last run, in order.
-    """
-
-    def __init__(self, passes: Iterable[HloPass | str], name: str = "pipeline") -> None:
-        super().__init__()
-        self.passes: list[HloPass] = [get_pass(p) if isinstance(p, str) else p for p in passes]
-        self.pipeline_name = name
-        self.results: list[tuple[HloPass, bool]] = []
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.pipeline_name
-
-    def run(self, module: HloModule) -> bool:
-        self.results = []
-        return super().run(module)
-
-    def run_on_module(self, module: HloModule) -> bool:
-        changed = False
-        for hlo_pass in self.passes:
-            pass_changed = hlo_pass.run(module)
-            self.results.append((hlo_pass, pass_changed))
-            self.rewrites.extend(f"{hlo_pass.name}: {line}" for line in hlo_pass.rewrites)
-            changed |= pass_changed
-        return changed
-
-    def __repr__(self) -> str:
-        return f"<PassPipeline {[p.name for p in self.passes]}>"
-
-
-# --------------------------------------------------------------------------------------------
-# Registry.
-
-
-@dataclass(frozen=True)
-class PassInfo:
-    """What `neuron-sim passes` lists about one registered pass."""
-
-    key: str
-    class_name: str
-    seed_status: str
-    contract: str
-    seed: str
-    summary: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"key": self.key, "class": self.class_name, "seed_status": self.seed_status,
-                "contract": self.contract, "seed": self.seed, "summary": self.summary}
-
-
-_BY_KEY: dict[str, type[HloPass]] = {}
-_KEY_OF_CLASS_NAME: dict[str, str] = {}
-_BUILTIN_PACKAGES = ("passes.neuron", "passes.xla")
-_builtins_loaded = False
-
-P = TypeVar("P", bound=type[HloPass])
-
-
-def register_pass(key: str) -> Callable[[P], P]:
-    """Class decorator: register a pass under ``key`` (its ``name``) and its class name."""
-
-    def decorate(cls: P) -> P:
-        for taken, what in ((key, "key"), (cls.__name__, "class name")):
-            owner = _BY_KEY.get(taken) or _BY_KEY.get(_KEY_OF_CLASS_NAME.get(taken, ""))
-            if owner is not None and owner is not cls:
-                raise ValueError(f"pass {what} {taken!r} is already registered by "
-                                 f"{owner.__module__}.{owner.__name__}")
-        cls.name = key
-        _BY_KEY[key] = cls
-        _KEY_OF_CLASS_NAME[cls.__name__] = key
-        return cls
-
-    return decorate
-
-
-def _load_builtin_passes() -> None:
-    """Import every module of the built-in pass packages; their decorators register them."""
-    global _builtins_loaded
-    if _builtins_loaded:
-        return
-    _builtins_loaded = True
-    for package_name in _BUILTIN_PACKAGES:
-        package = importlib.import_module(package_name)
-        for info in pkgutil.iter_modules(package.__path__, package_name + "."):
-            importlib.import_module(info.name)
-
-
-def pass_keys() -> list[str]:
-    """Every registry key, sorted."""
-    _load_builtin_passes()
-    return sorted(_BY_KEY)
-
-
-def pass_class(name: str) -> type[HloPass]:
-    """The pass class registered under ``name`` (a registry key or a class name)."""
-    _load_builtin_passes()
-    key = name if name in _BY_KEY else _KEY_OF_CLASS_NAME.get(name)
-    if key is None:
-        raise UnknownPassError(f"unknown pass {name!r}; valid passes are: "
-                               + ", ".join(pass_keys()))
-    return _BY_KEY[key]
-
-
-def get_pass(name: str, **options) -> HloPass:
-    """A new instance of the pass registered under ``name`` (registry key or class name)."""
-    return pass_class(name)(**options)
-
-
-def list_passes() -> list[PassInfo]:
-    """Every registered pass, sorted by key."""
-    _load_builtin_passes()
-    return [PassInfo(key, cls.__name__, str(cls.seed_status), str(cls.contract), cls.seed,
-                     cls.summary)
-            for key, cls in sorted(_BY_KEY.items())]

@@ -16,7 +16,9 @@ import sys
 from neuron_sim.commands import EXIT_OK, UsageError, add_json_argument, load_module, print_json
 from neuron_sim.hlo import HloModule
 from neuron_sim.io import atomic_write_text
-from passes.base import HloPass, PassPipeline, get_pass, list_passes
+from passes.base import HloPass
+from passes.pipeline import PassPipeline
+from passes.registry import get_pass, list_passes
 
 
 def parse_pass_list(text: str) -> list[HloPass]:

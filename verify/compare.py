@@ -1,11 +1,9 @@
-"""Comparing source and target outputs: dtype-aware equality and the passes' contracts.
+"""Comparing source and target outputs against a pass's contract (``passes.contracts``).
 
-Exact equivalence (the default contract) is bitwise: ``-0.0`` differs from ``+0.0``, and two
-NaNs are equal whatever their sign or payload (XLA does not promise NaN bits). A pass that
-declares a *refinement* (``passes.Contract.REFINEMENT``) may additionally turn an infinity into
-the same-signed largest finite value (ReplaceMinimumConstant's -inf -> lowest); a pass that
-declares *changes-results* is compared exactly too — the verifier reports the difference, and
-the report says it was expected.
+Exact equality (``neuron_sim.arrays.equal_mask``) is bitwise: ``-0.0`` differs from ``+0.0``,
+and two NaNs are equal whatever their sign or payload (XLA does not promise NaN bits). What else
+a contract allows is the contract's to say (``Contract.allowed``); this module finds the first
+disallowed element and renders values for reports.
 """
 
 from __future__ import annotations
@@ -16,73 +14,24 @@ from typing import Any, Sequence
 import ml_dtypes
 import numpy as np
 
+from neuron_sim.arrays import equal_mask, is_float  # noqa: F401 - equal_mask: verify's name
+from passes.contracts import Contract, contract_of
+
+# The contracts' names, for callers that still pass strings (contract_of accepts them).
 EXACT = "exact"
 REFINEMENT = "refinement"
 CHANGES_RESULTS = "changes-results"
-CONTRACTS = (EXACT, REFINEMENT, CHANGES_RESULTS)
 
 
-def contract_name(contract: Any) -> str:
-    """``passes.Contract`` member or string -> one of CONTRACTS."""
-    name = str(getattr(contract, "value", contract))
-    if name not in CONTRACTS:
-        raise ValueError(f"unknown contract {name!r}; contracts are {', '.join(CONTRACTS)}")
-    return name
+def contract_name(contract: Contract | str) -> str:
+    """The name of ``contract`` (a Contract or one of the old strings)."""
+    return contract_of(contract).name
 
 
-def _is_float(array: np.ndarray) -> bool:
-    return array.dtype.kind in "fc" or _is_ml_float(array.dtype)
-
-
-def _is_ml_float(dtype: np.dtype) -> bool:
-    if dtype.kind in "iub":
-        return False
-    try:
-        ml_dtypes.finfo(dtype)
-    except (ValueError, TypeError):
-        return False
-    return True
-
-
-def isnan(array: np.ndarray) -> np.ndarray:
-    if not _is_float(array):
-        return np.zeros(array.shape, dtype=bool)
-    if array.dtype.kind == "c":
-        return np.isnan(array.real) | np.isnan(array.imag)
-    return np.isnan(array.astype(np.float64) if array.dtype.kind != "f" else array)
-
-
-def equal_mask(source: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """Elementwise exact equality: bitwise, except that NaN equals NaN."""
-    source = np.asarray(source)
-    target = np.asarray(target)
-    if source.dtype != target.dtype:
-        return np.zeros(np.broadcast_shapes(source.shape, target.shape), dtype=bool)
-    if not _is_float(source):
-        return np.asarray(source == target)
-    width = source.dtype.itemsize
-    if source.dtype.kind == "c":
-        parts = np.dtype(f"u{width // 2}")
-        s_bits = np.ascontiguousarray(source).view(parts).reshape(*source.shape, 2)
-        t_bits = np.ascontiguousarray(target).view(parts).reshape(*target.shape, 2)
-        same = np.all(s_bits == t_bits, axis=-1)
-    else:
-        unsigned = np.dtype(f"u{width}")
-        same = np.ascontiguousarray(source).view(unsigned) == \
-            np.ascontiguousarray(target).view(unsigned)
-    return same | (isnan(source) & isnan(target))
-
-
-def allowed_mask(source: np.ndarray, target: np.ndarray, contract: str = EXACT) -> np.ndarray:
+def allowed_mask(source: np.ndarray, target: np.ndarray,
+                 contract: Contract | str = EXACT) -> np.ndarray:
     """Elementwise: is the target's value allowed for the source's under ``contract``?"""
-    ok = equal_mask(source, target)
-    if contract == REFINEMENT and _is_float(source) and source.dtype.kind != "c":
-        finfo = ml_dtypes.finfo(source.dtype)
-        wide_s = source.astype(np.float64)
-        wide_t = target.astype(np.float64)
-        ok |= (wide_s == -np.inf) & (wide_t == float(finfo.min))
-        ok |= (wide_s == np.inf) & (wide_t == float(finfo.max))
-    return ok
+    return contract_of(contract).allowed(np.asarray(source), np.asarray(target))
 
 
 @dataclass
@@ -109,7 +58,7 @@ class Mismatch:
 
 
 def find_mismatch(source: Sequence[np.ndarray], target: Sequence[np.ndarray],
-                  contract: str = EXACT) -> Mismatch | None:
+                  contract: Contract | str = EXACT) -> Mismatch | None:
     """The first disallowed element of the flattened results (leaf, then device, then index)."""
     if len(source) != len(target):
         return Mismatch(0, 0, (), None, None, "", 0, [],
@@ -194,7 +143,7 @@ def rounding_sized_mask(source: np.ndarray, target: np.ndarray) -> np.ndarray:
     cause? Both finite, and apart by at most 64 ulps of the larger magnitude (or of 1)."""
     source = np.asarray(source)
     target = np.asarray(target)
-    if not _is_float(source) or source.dtype.kind == "c":
+    if not is_float(source) or source.dtype.kind == "c":
         return np.zeros(source.shape, dtype=bool)
     wide_s = source.astype(np.float64)
     wide_t = target.astype(np.float64)

@@ -16,7 +16,7 @@ from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import ArrayShape
 from passes.neuron.slice_info import slice_info_1d_of_dims
-from verify.symbolic.index_encoding import CallPath, resolve_through_calls
+from passes.analysis.index_encoding import CallPath, resolve_through_calls
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,9 @@ from neuron_sim.hlo.ir import HloModule
 from neuron_sim.hlo.replica_groups import ReplicaGroups
 from neuron_sim.topology import (GroupMode, Topology, group_mode, participant_groups,
                                  validate_replica_groups)
-from verify.symbolic import int_semantics as sem
-from verify.symbolic.ar_ds_pairs import ArDsPair, find_ar_ds_pairs
-from verify.symbolic.index_encoding import DeviceCoordinates, IndexEncoder, OutsideSubLanguage
+from passes.analysis import int_semantics as sem
+from passes.analysis.ar_ds_pairs import ArDsPair, find_ar_ds_pairs
+from passes.analysis.index_encoding import DeviceCoordinates, IndexEncoder, OutsideSubLanguage
 
 
 class Status(str, enum.Enum):

@@ -34,8 +34,8 @@ from neuron_sim.hlo.literals import LiteralError
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import ArrayShape
 from neuron_sim.topology import Topology
-from verify.symbolic import int_semantics as sem
-from verify.symbolic.tables import lookup
+from passes.analysis import int_semantics as sem
+from passes.analysis.tables import lookup
 
 CallPath = tuple[HloInstruction, ...]
 """The fusion / call instructions leading from an outer computation to an inner one, outermost

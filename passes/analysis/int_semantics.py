@@ -3,7 +3,7 @@
 Every value is a bit-vector as wide as its element type (``pred`` is one bit: 1 = true);
 signedness is not in the bit-vector but in the element type, so each operation that depends on
 it takes ``signed``. The edge cases are XLA's CPU backend (SEMANTICS.md §4), each confirmed
-against the JAX corpus (tests/verify/symbolic/test_int_semantics.py):
+against the JAX corpus (tests/verify/symbolic/test_symbolic_int_semantics.py):
 
 * ``divide`` truncates toward zero; ``x / 0`` is -1 (unsigned: all ones); ``INT_MIN / -1`` is
   INT_MIN.

@@ -14,8 +14,9 @@ the module unchanged (XLA's ReplaceInstruction fails the same way).
 
 ``DeletePermuteGuarded`` (key ``delete_permute_guarded``, seed status "inferred" from the
 scheduling rationale) fires only where the collective is provably the identity under the
-module's topology (``replica_count`` x ``num_partitions`` from its header, or the topology it is
-constructed with): one operand, and
+topology the pass is run for (``PassContext.topology_for``: the context's, or the module
+header's ``replica_count`` x ``num_partitions``; a ``topology=`` given to the constructor wins):
+one operand, and
   * all-reduce: in its group mode every device is in a participant group of one;
   * collective-permute: every device sends to itself (each pair is (f, f) and every device is a
     target; a device that is no target would receive zeros).
@@ -29,7 +30,7 @@ from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.replica_groups import ReplicaGroups, SourceTargetPairs
 from neuron_sim.topology import (Topology, group_mode, participant_groups,
                                  permute_pairs_flattened)
-from passes.base import OpExpanderPass, SeedStatus, register_pass
+from passes.base import OpExpanderPass, SeedStatus
 
 SEED = "allreduce-reducescatter-dynamicslice-rewrites.txt § DeletePermute"
 DELETED_OPCODES = (Opcode.ALL_REDUCE, Opcode.COLLECTIVE_PERMUTE)
@@ -46,10 +47,10 @@ def describe_deletion(old: HloInstruction, new: HloInstruction) -> str:
     return f"%{old.name} -> %{new.name} (deleted {old.opcode.spelling}, {detail})"
 
 
-@register_pass("aws_neuron_delete_permute")
 class DeletePermute(OpExpanderPass):
     """all-reduce(x) -> x and collective-permute(x) -> x, unconditionally (as in the binary)."""
 
+    name = "aws_neuron_delete_permute"
     seed_status = SeedStatus.FAITHFUL
     seed = SEED
     summary = ("every all-reduce and collective-permute -> its operand 0; no guard, deletes "
@@ -88,31 +89,19 @@ def is_identity_collective(inst: HloInstruction, topology: Topology) -> bool:
         return False
 
 
-@register_pass("delete_permute_guarded")
 class DeletePermuteGuarded(OpExpanderPass):
     """DeletePermute restricted to collectives that are the identity under the topology."""
 
+    name = "delete_permute_guarded"
     seed_status = SeedStatus.INFERRED
     seed = SEED + " (Considerations: the scheduling precondition)"
     summary = ("DeletePermute only where the collective is the identity: singleton groups / "
                "self-pairs under the module's topology")
 
-    def __init__(self, topology: Topology | None = None) -> None:
-        super().__init__()
-        self.topology = topology
-        self._module_topology: Topology | None = None
-
-    def run_on_module(self, module) -> bool:
-        self._module_topology = self.topology or Topology(module.replica_count,
-                                                          module.num_partitions)
-        return super().run_on_module(module)
-
     def matches(self, inst: HloInstruction) -> bool:
-        topology = self._module_topology
-        if topology is None:  # called outside run: use the instruction's module header
-            module = inst.parent.parent if inst.parent is not None else None
-            topology = self.topology or Topology(module.replica_count if module else 1,
-                                                 module.num_partitions if module else 1)
+        module = inst.parent.parent if inst.parent is not None else None
+        topology = (self.context.topology_for(module) if module is not None
+                    else self.context.topology or Topology())
         return is_identity_collective(inst, topology)
 
     def expand(self, inst: HloInstruction) -> HloInstruction:

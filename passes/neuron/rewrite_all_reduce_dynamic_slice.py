@@ -38,7 +38,7 @@ import logging
 
 from neuron_sim.hlo.ir import HloError, HloInstruction
 from neuron_sim.hlo.opcodes import Opcode
-from passes.base import SeedStatus, register_pass
+from passes.base import SeedStatus
 from passes.neuron.pattern_helpers import (MATCHED, MatchResult, is_effective_scalar_constant,
                                            is_partition_id, reject, start_index_operand)
 from passes.neuron.reduce_scatter_emitter import ReduceScatterFold
@@ -98,10 +98,10 @@ def explain_single_group(inst: HloInstruction) -> MatchResult:
     return reject(log, inst, 8, REASONS[8])
 
 
-@register_pass("aws_neuron_rewrite_all_reduce_dynamic_slice")
 class RewriteAllReduceDynamicSlice(ReduceScatterFold):
     """all-reduce + per-rank dynamic-slice (one replica group) -> reduce-scatter."""
 
+    name = "aws_neuron_rewrite_all_reduce_dynamic_slice"
     seed_status = SeedStatus.OUR_READING
     seed = SEED
     summary = ("dynamic-slice(all-reduce(x), pid*s) with one replica group -> reduce-scatter(x); "

@@ -45,7 +45,7 @@ from neuron_sim.hlo.ir import HloInstruction
 from neuron_sim.hlo.literals import LiteralError
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import ArrayShape
-from passes.base import SeedStatus, register_pass
+from passes.base import SeedStatus
 from passes.neuron.offset_pools import expected_pools
 from passes.neuron.pattern_helpers import (MATCHED, MatchResult, is_effective_scalar_constant,
                                            is_partition_id, reject, start_index_operand)
@@ -159,10 +159,10 @@ def match_pool(pool: HloInstruction, groups: int, width: int, slice_size: int) -
     return None
 
 
-@register_pass("aws_neuron_rewrite_all_reduce_dynamic_slice_multiple_groups")
 class RewriteAllReduceDynamicSliceMultipleGroups(ReduceScatterFold):
     """all-reduce + pool-indexed per-rank dynamic-slice (equal-width groups) -> reduce-scatter."""
 
+    name = "aws_neuron_rewrite_all_reduce_dynamic_slice_multiple_groups"
     seed_status = SeedStatus.OUR_READING
     seed = SEED
     summary = ("dynamic-slice(all-reduce(x), reshape(s*POOL[pid])) with equal groups -> "

@@ -18,7 +18,8 @@ The emitted reduce-scatter keeps the all-reduce's group mode: a fresh channel_id
 all-reduce had one (the seed emitter always adds one, which turns a CrossReplica all-reduce
 into a CrossReplicaAndPartition reduce-scatter — a different set of peers when there are
 several partitions), and its replica groups, use_global_device_ids, constrain_layout and
-reduction verbatim. The topology is the module header's unless one is given.
+reduction verbatim. The topology is the context's (``PassContext.topology_for``): the module
+header's unless the caller gives one.
 """
 
 from __future__ import annotations
@@ -29,35 +30,34 @@ from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.replica_groups import ReplicaGroups
 from neuron_sim.topology import Topology
-from passes.base import Contract, HloPass, SeedStatus, register_pass
+from passes.analysis.ar_ds_pairs import ArDsPair, find_ar_ds_pairs
+from passes.analysis.fold_proof import FoldProof, prove_pair
+from passes.base import HloPass, SeedStatus
+from passes.context import PassContext
 from passes.neuron.reduce_scatter_emitter import describe_reduce_scatter
-from verify.symbolic.ar_ds_pairs import ArDsPair, find_ar_ds_pairs
-from verify.symbolic.fold_proof import FoldProof, prove_pair
 
 SEED = ("allreduce-reducescatter-dynamicslice-rewrites.txt § Shared Emitter (the rewrite); "
         "the gate is a z3 proof instead of the seed's matchers")
 
 
-@register_pass("rewrite_all_reduce_dynamic_slice_proven")
 class RewriteAllReduceDynamicSliceProven(HloPass):
     """all-reduce + dynamic-slice -> reduce-scatter, exactly where z3 proves every device reads
     its own reduce-scatter block."""
 
-    contract = Contract.EXACT
+    name = "rewrite_all_reduce_dynamic_slice_proven"
     seed_status = SeedStatus.INFERRED
     seed = SEED
     summary = ("dynamic-slice(all-reduce(x), offset) -> reduce-scatter(x) when z3 proves "
                "clamp(offset) == position * shard on every device (sees through fusions)")
 
-    def __init__(self, topology: Topology | None = None) -> None:
-        super().__init__()
-        self.topology = topology
+    def __init__(self, *, topology: Topology | None = None) -> None:
+        super().__init__(topology=topology)
         self.proofs: list[FoldProof] = []   # one per pair of the last run
         self.skipped: list[str] = []        # pairs not folded, and why
 
-    def run_on_module(self, module: HloModule) -> bool:
+    def run_on_module(self, module: HloModule, context: PassContext) -> bool:
         self.proofs, self.skipped = [], []
-        topology = self.topology or Topology(module.replica_count, module.num_partitions)
+        topology = context.topology_for(module)
         changed = False
         for pair in find_ar_ds_pairs(module):
             try:

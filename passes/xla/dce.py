@@ -12,8 +12,11 @@ Side effects (kept even when dead), our conservative reading of XLA's ``HasSideE
 recv and their -done ops, infeed, outfeed, rng, rng-get-and-update-state, the async collective
 start/done ops, custom-calls marked ``custom_call_has_side_effect=true``, and collectives with
 ``constrain_layout=true``. XLA additionally treats collectives that carry a channel_id as
-side-effecting in modules that are not SPMD-partitioned (a compilation option, not in the text);
-we do not model that, so ``dce`` removes a dead channel all-reduce that XLA might keep.
+side-effecting in modules that are not SPMD-partitioned (a compilation option, not in the
+text), and its ``HloDCE(remove_cross_partition_collective_ops=true)`` removes them anyway. By
+default ``dce`` removes a dead channel collective (XLA with that flag, or an SPMD module); the
+option ``keep_channel_collectives=true`` keeps it, as XLA's default HloDCE on a module that is
+not SPMD-partitioned does.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ from __future__ import annotations
 from neuron_sim.hlo.attributes import Raw
 from neuron_sim.hlo.ir import HloInstruction, HloModule
 from neuron_sim.hlo.opcodes import Opcode
-from passes.base import HloPass, SeedStatus, register_pass
+from passes.base import HloPass, SeedStatus
+from passes.context import PassContext
+from passes.options import PassOption, boolean
 
 SIDE_EFFECT_OPCODES = frozenset({
     Opcode.SEND, Opcode.SEND_DONE, Opcode.RECV, Opcode.RECV_DONE, Opcode.INFEED, Opcode.OUTFEED,
@@ -31,36 +36,48 @@ SIDE_EFFECT_OPCODES = frozenset({
 })
 
 
-def has_side_effect(inst: HloInstruction) -> bool:
-    """Whether removing ``inst`` could change behaviour even when its value is unused."""
+def has_side_effect(inst: HloInstruction, keep_channel_collectives: bool = False) -> bool:
+    """Whether removing ``inst`` could change behaviour even when its value is unused; with
+    ``keep_channel_collectives`` a collective carrying a channel_id counts too."""
     if inst.opcode in SIDE_EFFECT_OPCODES:
         return True
     if inst.opcode is Opcode.CUSTOM_CALL:
         flag = inst.get("custom_call_has_side_effect")
         return flag is True or (isinstance(flag, Raw) and flag.text.strip() == "true")
-    return inst.opcode.is_collective and bool(inst.get("constrain_layout", False))
+    if not inst.opcode.is_collective:
+        return False
+    return bool(inst.get("constrain_layout", False)) or \
+        (keep_channel_collectives and inst.channel_id is not None)
 
 
-def is_removable_when_dead(inst: HloInstruction) -> bool:
+def is_removable_when_dead(inst: HloInstruction, keep_channel_collectives: bool = False) -> bool:
+    """Unused, not a parameter or root, and without side effects (see ``has_side_effect``)."""
     return (not inst.users and not inst.is_root and inst.opcode is not Opcode.PARAMETER
-            and not has_side_effect(inst))
+            and not has_side_effect(inst, keep_channel_collectives))
 
 
-@register_pass("dce")
 class DeadCodeElimination(HloPass):
     """Remove dead instructions (not parameters, roots or side effects), then dead computations."""
+
+    name = "dce"
+    options = (PassOption(
+        "keep_channel_collectives", boolean, False,
+        "keep dead collectives that carry a channel_id (XLA's HloDCE default on a module that "
+        "is not SPMD-partitioned); false removes them, as HloDCE("
+        "remove_cross_partition_collective_ops=true) does"),)
 
     seed_status = SeedStatus.INFERRED
     seed = ("XLA's HloDCE; the seed (allreduce-reducescatter-dynamicslice-rewrites.txt § Shared "
             "Emitter) says the dead all-reduce and offset sub-tree are DCE'd")
     summary = "remove unused instructions (not parameters, roots, side effects) and computations"
 
-    def run_on_module(self, module: HloModule) -> bool:
+    def run_on_module(self, module: HloModule, context: PassContext) -> bool:
+        keep_channel = self.option("keep_channel_collectives")
         changed = False
         for comp in module.computations:
             # Users before operands, so a chain of dead values goes in one sweep.
             for inst in reversed(comp.post_order()):
-                if inst.parent is comp and is_removable_when_dead(inst):
+                if inst.parent is comp and is_removable_when_dead(inst, keep_channel):
                     comp.remove(inst)
                     self.record(f"%{inst.name} removed (dead {inst.opcode.spelling})")
                     changed = True

@@ -62,8 +62,8 @@ def run_prove(args: argparse.Namespace) -> int:
 # --- a module --------------------------------------------------------------------------------
 
 def _prove_module(args: argparse.Namespace) -> int:
-    from verify.symbolic.ar_ds_pairs import find_ar_ds_pairs
-    from verify.symbolic.fold_proof import Status, pair_group_mode, prove_pair
+    from passes.analysis.ar_ds_pairs import find_ar_ds_pairs
+    from passes.analysis.fold_proof import Status, pair_group_mode, prove_pair
     from verify.symbolic.seed_matchers import seed_matches
 
     module, topology = module_and_topology(args)

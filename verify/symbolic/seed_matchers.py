@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from passes import get_pass
-from verify.symbolic.ar_ds_pairs import ArDsPair
+from passes.analysis.ar_ds_pairs import ArDsPair
 
 SEED_PASSES = ("aws_neuron_rewrite_all_reduce_dynamic_slice",
                "aws_neuron_rewrite_all_reduce_dynamic_slice_multiple_groups")

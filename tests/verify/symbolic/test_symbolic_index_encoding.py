@@ -9,8 +9,8 @@ import z3
 from neuron_sim.hlo import parse_module
 from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.topology import Topology
-from verify.symbolic import int_semantics as sem
-from verify.symbolic.index_encoding import DeviceCoordinates, IndexEncoder, OutsideSubLanguage
+from passes.analysis import int_semantics as sem
+from passes.analysis.index_encoding import DeviceCoordinates, IndexEncoder, OutsideSubLanguage
 
 
 def values_per_device(text: str, topology: Topology, name: str | None = None) -> list[int]:

@@ -7,15 +7,14 @@ from pathlib import Path
 
 import pytest
 
-import verify.symbolic.proven_fold  # noqa: F401 - registers the pass
 from neuron_sim.hlo import parse_module, parse_module_file
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.topology import Topology
 from passes import get_pass
+from passes.neuron.rewrite_all_reduce_dynamic_slice_proven import RewriteAllReduceDynamicSliceProven
 from verify import check_pass
-from verify.differential import Status as Verification
+from verify import Status as Verification
 from verify.symbolic.idioms import ArDsIdiom, offset_id_times, offset_jax, offset_pool
-from verify.symbolic.proven_fold import RewriteAllReduceDynamicSliceProven
 from verify.symbolic.replay import mismatching_devices
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -1,0 +1,164 @@
+"""What a pass promises about the program's results, as objects the verifier asks.
+
+A contract answers one question elementwise: may the rewritten program (the target) produce
+this value where the original (the source) produced that one? ``allowed(source, target)`` is a
+boolean mask. Three kinds (ARCHITECTURE.md, Passes):
+
+* ``EXACT`` — every output bit for bit on every device (NaN equals NaN whatever its bits;
+  ``-0`` differs from ``+0``). The default.
+* ``Refinement(rule, predicate, description)`` — exact, or where ``predicate(source, target)``
+  holds: the target's behaviours are a subset of what the source allows. ``INFINITY_TO_FINITE``
+  is ReplaceMinimumConstant's (an infinity may become the same-signed largest finite value);
+  ReplaceRng's would be "every target value is one the rng could have produced".
+* ``CHANGES_RESULTS`` — compared exactly, but a difference is *expected*: the pass is a
+  positive control for the verifier (InjectNumericalErrors).
+
+``weakest`` combines the contracts of a pipeline's passes; ``contract_of`` accepts the old
+strings (``"exact"``, ``"refinement"``, ``"changes-results"``) for compatibility.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+import ml_dtypes
+import numpy as np
+
+from neuron_sim.arrays import equal_mask, is_float
+
+Predicate = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+class Contract:
+    """A pass's promise about results; ``allowed`` says, elementwise, which target values the
+    verifier must accept for the source's."""
+
+    name: str = ""                  # "exact" | "refinement" | "changes-results"
+    expects_change: bool = False    # True only for changes-results: a difference is expected
+
+    def allowed(self, source: np.ndarray, target: np.ndarray) -> np.ndarray:
+        """Elementwise: may the target hold this value where the source holds that one?"""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        """One line for reports: what the verifier accepts under this contract."""
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"<Contract {self.describe()}>"
+
+
+class Exact(Contract):
+    """Bitwise equality on every output element (NaN equals NaN; -0 differs from +0)."""
+
+    name = "exact"
+
+    def allowed(self, source: np.ndarray, target: np.ndarray) -> np.ndarray:
+        return equal_mask(source, target)
+
+    def describe(self) -> str:
+        return "exact: every output bit for bit (NaN equals NaN, -0 differs from +0)"
+
+
+class ChangesResults(Contract):
+    """Compared exactly, and a difference is the expected outcome (a positive control)."""
+
+    name = "changes-results"
+    expects_change = True
+
+    def allowed(self, source: np.ndarray, target: np.ndarray) -> np.ndarray:
+        return equal_mask(source, target)
+
+    def describe(self) -> str:
+        return "changes-results: compared exactly; the pass is expected to change results"
+
+
+class Refinement(Contract):
+    """Exact, or where ``predicate(source, target)`` allows the target's value instead.
+
+    ``rule`` names the refinement (``infinity-to-finite``); ``predicate`` is elementwise and
+    must accept arrays of any dtype (returning False where the rule does not apply).
+    """
+
+    name = "refinement"
+
+    def __init__(self, name_of_rule: str, predicate: Predicate, description: str) -> None:
+        self.rule = name_of_rule
+        self.predicate = predicate
+        self.description = description
+
+    def allowed(self, source: np.ndarray, target: np.ndarray) -> np.ndarray:
+        source = np.asarray(source)
+        target = np.asarray(target)
+        return equal_mask(source, target) | np.asarray(self.predicate(source, target), dtype=bool)
+
+    def describe(self) -> str:
+        return f"refinement ({self.rule}): exact, or {self.description}"
+
+
+def infinity_to_finite(source: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Elementwise: the source is an infinity and the target the same-signed largest finite
+    value of the dtype (real floats only)."""
+    source = np.asarray(source)
+    target = np.asarray(target)
+    if not is_float(source) or source.dtype.kind == "c" or source.dtype != target.dtype:
+        return np.zeros(np.broadcast_shapes(source.shape, target.shape), dtype=bool)
+    finfo = ml_dtypes.finfo(source.dtype)
+    wide_s = source.astype(np.float64)
+    wide_t = target.astype(np.float64)
+    return (((wide_s == -np.inf) & (wide_t == float(finfo.min)))
+            | ((wide_s == np.inf) & (wide_t == float(finfo.max))))
+
+
+EXACT: Contract = Exact()
+CHANGES_RESULTS: Contract = ChangesResults()
+INFINITY_TO_FINITE = Refinement(
+    "infinity-to-finite", infinity_to_finite,
+    "an infinity may become the same-signed largest finite value (ReplaceMinimumConstant's "
+    "-inf -> lowest)")
+
+_BY_NAME: dict[str, Contract] = {"exact": EXACT, "refinement": INFINITY_TO_FINITE,
+                                 "changes-results": CHANGES_RESULTS}
+
+
+def contract_of(value: Contract | str) -> Contract:
+    """``value`` as a Contract; a string is one of the three old names (``"refinement"`` means
+    INFINITY_TO_FINITE, the only refinement those names could express)."""
+    if isinstance(value, Contract):
+        return value
+    contract = _BY_NAME.get(str(value))
+    if contract is None:
+        raise ValueError(f"unknown contract {value!r}; contracts are {', '.join(_BY_NAME)}")
+    return contract
+
+
+def weakest(contracts: Iterable[Contract | str]) -> Contract:
+    """The contract a pipeline of passes with these contracts keeps.
+
+    changes-results if any pass expects a change; else, if any pass is a refinement, a
+    refinement that allows what *any* of them allows (the union: each pass may apply its
+    rule, so the pipeline's outputs may show any of them — a composition of two rules on one
+    element is not covered); else exact.
+    """
+    unique: list[Contract] = []
+    for contract in map(contract_of, contracts):
+        if contract not in unique:
+            unique.append(contract)
+    if any(c.expects_change for c in unique):
+        return CHANGES_RESULTS
+    refinements = [c for c in unique if isinstance(c, Refinement)]
+    if not refinements:
+        return EXACT
+    if len(refinements) == 1:
+        return refinements[0]
+    predicates = [r.predicate for r in refinements]
+
+    def any_rule(source: np.ndarray, target: np.ndarray) -> np.ndarray:
+        masks = [np.asarray(p(source, target), dtype=bool) for p in predicates]
+        return np.logical_or.reduce(masks)
+
+    return Refinement(" | ".join(r.rule for r in refinements), any_rule,
+                      " or ".join(r.description for r in refinements))
