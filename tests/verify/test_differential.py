@@ -1,5 +1,6 @@
-"""check_pass / check_modules: the seed passes on the bundled examples, the order of the checks,
-what each failure of an execution means, topologies, contracts and the pass plumbing."""
+"""check_pass / check_modules: the seed passes on the bundled examples, the checks as a list and
+their order, what each failure of an execution means, contracts and the pass plumbing (one
+verdict per topology: test_topology_verdicts.py)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ import pytest
 import interpreter
 from interpreter.errors import CollectiveMismatchError, ExecutionError, Unimplemented
 from neuron_sim.hlo import parse_module, parse_module_file
-from neuron_sim.topology import Topology
+from neuron_sim.hlo.literals import ElidedLiteralError
 from verify import Status, check_modules, check_pass
-from verify.checks import (COLLECTIVE_MISMATCH, PASS_FAILED, SOURCE_FAILS, TARGET_FAILS,
-                           TARGET_MALFORMED, UNSUPPORTED, VALUE_MISMATCH)
+from verify.checks import (CHECKS, COLLECTIVE_MISMATCH, PASS_FAILED, SOURCE_FAILS, TARGET_FAILS,
+                           TARGET_MALFORMED, UNSUPPORTED, VALUE_MISMATCH, Check, Finding, Trial)
+from verify.execution import ExecutionTimeout, Failure, classify_failure
 from verify.inputs import DEFAULT_TRIALS
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -79,33 +81,6 @@ def test_delete_permute_on_a_real_all_reduce_is_unsound_on_every_device_and_mini
     assert [i.opcode.spelling for i in minimized.after.entry.instructions] == ["parameter"]
 
 
-CROSS_REPLICA = """
-HloModule cross_replica, num_partitions=4
-
-%sum (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %add = f32[] add(%a, %b)
-}
-
-ENTRY %main (x: f32[4]) -> f32[4] {
-  %x = f32[4]{0} parameter(0)
-  ROOT %all-reduce = f32[4]{0} all-reduce(%x), replica_groups={}, to_apply=%sum
-}
-"""
-
-
-def test_a_rewrite_sound_on_one_topology_is_unsound_on_another():
-    # No channel_id: CrossReplica over all replicas. One replica: every group is one device;
-    # two replicas: devices (0,p) and (1,p) are summed.
-    module = parse_module(CROSS_REPLICA)
-    assert check_pass(module, DELETE, ["1x4"]).status is Status.CORRECT
-    result = check_pass(module, DELETE, ["1x4", "2x2"], minimize=False)
-    assert result.status is Status.UNSOUND
-    assert result.counterexample.topology == Topology(2, 2)
-    assert result.topologies == [Topology(1, 4), Topology(2, 2)]
-
-
 def test_a_pass_that_changes_nothing_is_correct_without_running():
     def must_not_run(*args):
         raise AssertionError("nothing to run")
@@ -141,6 +116,80 @@ ENTRY %main (x: f32[4]) -> f32[4] {
 }
 """
 TARGET = SOURCE.replace("HloModule source", "HloModule target")
+
+
+def test_the_checks_run_in_alive2s_order_with_their_exact_error_lines():
+    assert [check.error_line for check in CHECKS] == [
+        "ERROR: Target is malformed",
+        "ERROR: Target fails where source does not",
+        "ERROR: Collective mismatch in target",
+        "ERROR: Value mismatch",
+    ]
+    assert len({check.name for check in CHECKS}) == len(CHECKS)
+
+
+def test_a_check_appended_to_the_list_is_run_after_the_others_and_can_fail_a_pair():
+    seen: list[str] = []
+
+    def first_output_is_positive(trial: Trial) -> Finding | None:
+        seen.append(trial.style)
+        out = trial.target_outcome.outputs[0]
+        if (out > 0).all():
+            return None
+        cex = trial.counterexample("ERROR: Output is not positive", message="a value <= 0")
+        return Finding("ERROR: Output is not positive", cex)
+
+    extra = Check("output positive", "ERROR: Output is not positive",
+                  on_trial=first_output_is_positive)
+    source, target = parse_module(SOURCE), parse_module(TARGET)
+    assert check_modules(source, target, minimize=False).status is Status.CORRECT
+    result = check_modules(source, target, checks=[*CHECKS, extra], minimize=False)
+    assert seen  # it ran
+    assert result.status is Status.UNSOUND
+    assert result.error_line == "ERROR: Output is not positive"
+    assert result.topology_results[0].error_line == "ERROR: Output is not positive"
+
+
+def test_an_earlier_check_wins_over_an_appended_one():
+    def always(trial: Trial) -> Finding:
+        return Finding("ERROR: Appended", trial.counterexample("ERROR: Appended"))
+
+    def mismatch(module, inputs, topology, seed):
+        if module.name == "target":
+            raise CollectiveMismatchError("all-reduce", (0, 1), (0,))
+        return [np.negative(inputs[0])]
+
+    result = check_modules(parse_module(SOURCE), parse_module(TARGET), runner=mismatch,
+                           checks=[*CHECKS, Check("appended", "ERROR: Appended", on_trial=always)],
+                           minimize=False)
+    assert result.error_line == COLLECTIVE_MISMATCH
+
+
+def test_a_check_before_running_fails_a_pair_without_executing_it():
+    def must_not_run(*args):
+        raise AssertionError("a check before running comes first")
+
+    banned = Check("no negate", "ERROR: Target negates",
+                   before_running=lambda s, t, topology: "negate" if any(
+                       i.opcode.spelling == "negate" for i in t.instructions()) else None)
+    result = check_modules(parse_module(SOURCE), parse_module(TARGET), runner=must_not_run,
+                           checks=[*CHECKS, banned])
+    assert result.status is Status.UNSOUND and result.error_line == "ERROR: Target negates"
+
+
+def test_failures_are_classified_by_the_interpreters_exception_classes_through_causes():
+    def wrapped(inner: BaseException) -> ExecutionError:
+        try:
+            raise ExecutionError("outer") from inner
+        except ExecutionError as exc:
+            return exc
+
+    assert classify_failure(wrapped(Unimplemented("fft"))) is Failure.UNSUPPORTED
+    assert classify_failure(wrapped(ElidedLiteralError("{...}"))) is Failure.UNSUPPORTED
+    assert classify_failure(CollectiveMismatchError("all-reduce", (0, 1), (1,))) is \
+        Failure.COLLECTIVE_MISMATCH
+    assert classify_failure(wrapped(ExecutionTimeout("late"))) is Failure.TIMEOUT
+    assert classify_failure(ExecutionError("boom")) is Failure.EXECUTION
 
 
 def failing_target(exc: Exception):

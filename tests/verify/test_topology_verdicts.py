@@ -47,6 +47,17 @@ class CountingPass(HloPass):
         return True
 
 
+def test_a_rewrite_sound_on_one_topology_is_unsound_on_another():
+    # No channel_id: CrossReplica over all replicas. One replica: every group is one device;
+    # two replicas: devices (0,p) and (1,p) are summed.
+    module = parse_module(CROSS_REPLICA)
+    assert check_pass(module, DELETE, ["1x4"]).status is Status.CORRECT
+    result = check_pass(module, DELETE, ["1x4", "2x2"], minimize=False)
+    assert result.status is Status.UNSOUND
+    assert result.counterexample.topology == Topology(2, 2)
+    assert result.topologies == [Topology(1, 4), Topology(2, 2)]
+
+
 def test_every_topology_gets_its_verdict_and_the_summary_is_the_first_failing_one():
     module = parse_module(CROSS_REPLICA)
     after = module.clone()
