@@ -43,7 +43,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     data = parser.add_argument_group("inputs and outputs")
     data.add_argument("--inputs", metavar="IN.npz",
                       help="arg{i} for entry parameter i, shaped [D, *shape] (per device) or "
-                           "shape (same on every device); bf16/f8 may be raw bytes (|V2, |V1)")
+                           "shape (same on every device), arg{i}.{j} for leaf j of a tuple "
+                           "parameter; bf16/f8 may be raw bytes (|V2, |V1)")
     add_seed_argument(data, default=None,
                       help="draw inputs (distinct per device) when --inputs is not given; "
                            "also seeds rng ops (default 0)")

@@ -157,6 +157,8 @@ def _fit(value: Any, shape: Any, i: int, leaf_numbers: Iterator[int] | None, num
     """Parameter i's input (or, with ``leaf_numbers``, the part of it at ``shape``) fitted."""
     if shape.is_tuple:
         what = _parameter_name(i, shape)
+        if value is None and not any(leaf.is_array for leaf in shape.leaves()):
+            value = (None,) * len(shape.elements)
         if value is None:
             raise ValueError(f"{prefix}no input for {what}")
         if not isinstance(value, (list, tuple)):

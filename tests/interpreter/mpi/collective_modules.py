@@ -4,8 +4,9 @@ Shared by the MPI backend tests (which run them under mpiexec and compare with t
 backend). Group modes: CrossReplica (no channel_id), CrossPartition (all-to-all, permute and
 broadcast with a channel_id), CrossReplicaAndPartition (channel_id, no use_global_device_ids),
 FlattenedID (use_global_device_ids=true); unsorted and iota groups, a non-commutative reduction
-that pins the fold order, bf16, several operands, async start/done, and device-dependent while
-and conditional whose collectives stay within the devices that took the path.
+that pins the fold order, bf16, several operands, async start/done, a tuple entry parameter
+(each rank keeps its rows of both leaves), and device-dependent while and conditional whose
+collectives stay within the devices that took the path.
 
 ``MISMATCH`` is wrong on purpose: devices 0 and 1 take a branch with an all-reduce over all
 eight devices, the others skip it.
@@ -18,6 +19,17 @@ ADD_F32 = """%add (a: f32[], b: f32[]) -> f32[] {
 }
 """
 MODULES = {
+"ar_tuple_parameter": """HloModule ar_tuple_parameter, replica_count=2, num_partitions=4
+""" + ADD_F32 + """
+ENTRY %main (p: (f32[4,8], f32[])) -> f32[4,8] {
+  %p = (f32[4,8], f32[]) parameter(0)
+  %x = f32[4,8] get-tuple-element(%p), index=0
+  %s = f32[] get-tuple-element(%p), index=1
+  %sb = f32[4,8] broadcast(%s), dimensions={}
+  %xs = f32[4,8] multiply(%x, %sb)
+  ROOT %ar = f32[4,8] all-reduce(%xs), replica_groups={}, to_apply=%add
+}
+""",
 "ar_cross_replica": """HloModule ar_cross_replica, replica_count=2, num_partitions=4
 """ + ADD_F32 + """
 ENTRY %main (p: f32[4,8]) -> f32[4,8] {

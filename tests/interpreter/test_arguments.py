@@ -1,0 +1,151 @@
+"""The one argument preparer: tuple parameters, the fitter's errors, a rank's subset of rows.
+
+Expected values are derived by hand in each test's docstring.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import interpreter
+from interp_helpers import module
+from interpreter.arguments import argument_values, draw_inputs, needs_inputs, prepare_arguments
+from interpreter.values import TOKEN, PerDevice, Replicated, TupleValue
+from neuron_sim.cli import main
+from neuron_sim.io import fit_arguments, read_npz, write_npz
+from neuron_sim.topology import Topology
+
+# Parameter 0 is ((x f32[2], n s32[]), token[]): leaves 0 = x, 1 = n, 2 = the token.
+# The result is x + q + n on every device.
+TUPLE_PARAM = module("""
+    p = ((f32[2], s32[]), token[]) parameter(0)
+    q = f32[2] parameter(1)
+    inner = (f32[2], s32[]) get-tuple-element(p), index=0
+    x = f32[2] get-tuple-element(inner), index=0
+    n = s32[] get-tuple-element(inner), index=1
+    c = f32[] convert(n)
+    cb = f32[2] broadcast(c), dimensions={}
+    xq = f32[2] add(x, q)
+    ROOT r = f32[2] add(xq, cb)
+    """, header="num_partitions=2")
+
+
+def test_a_tuple_parameter_takes_a_nested_sequence():
+    """x = [1, 2] on both devices, n = 10 on device 0 and 20 on device 1, q = [100, 200]:
+    device 0 computes [1+100+10, 2+200+10] = [111, 212], device 1 [121, 222]."""
+    x = np.array([1, 2], np.float32)
+    n = np.array([10, 20], np.int32)
+    q = np.array([100, 200], np.float32)
+    out = interpreter.run(TUPLE_PARAM, [((x, n), None), q])[0]
+    assert out.tolist() == [[111, 212], [121, 222]]
+
+
+def test_a_tuple_parameter_takes_one_key_per_leaf():
+    """The same inputs as leaf keys: leaves of parameter 0 are 0 = x, 1 = n, 2 = the token
+    (which takes no key): the same [[111, 212], [121, 222]]."""
+    inputs = {"arg0.0": np.array([1, 2], np.float32), "arg0.1": np.array([10, 20], np.int32),
+              "arg1": np.array([100, 200], np.float32)}
+    assert interpreter.run(TUPLE_PARAM, inputs)[0].tolist() == [[111, 212], [121, 222]]
+
+
+def test_run_accepts_tuple_parameters_from_an_npz_file(tmp_path):
+    """``neuron-sim run --inputs`` with keys arg0.0, arg0.1, arg1: out0 as derived above."""
+    hlo = tmp_path / "tuple.hlo"
+    hlo.write_text(TUPLE_PARAM.to_text())
+    write_npz(tmp_path / "in.npz", {"arg0.0": np.array([1, 2], np.float32),
+                                    "arg0.1": np.array([10, 20], np.int32),
+                                    "arg1": np.array([100, 200], np.float32)})
+    out = tmp_path / "out.npz"
+    assert main(["run", str(hlo), "--inputs", str(tmp_path / "in.npz"), "-o", str(out)]) == 0
+    assert read_npz(out)["out0"].tolist() == [[111, 212], [121, 222]]
+
+
+def test_run_seed_draws_tuple_leaves_under_their_npz_keys(tmp_path):
+    """Drawn inputs use the file's keys: arg0.0 f32 [2, 2] and arg0.1 s32 [2] (no key for the
+    token), arg1 f32 [2, 2]; running on them gives what ``--seed`` gives."""
+    drawn = draw_inputs(TUPLE_PARAM, Topology(1, 2), 3)
+    assert {k: (v.dtype.name, v.shape) for k, v in drawn.items()} == {
+        "arg0.0": ("float32", (2, 2)), "arg0.1": ("int32", (2,)), "arg1": ("float32", (2, 2))}
+    hlo = tmp_path / "tuple.hlo"
+    hlo.write_text(TUPLE_PARAM.to_text())
+    assert main(["run", str(hlo), "--seed", "3", "-o", str(tmp_path / "out.npz")]) == 0
+    expected = interpreter.run(TUPLE_PARAM, drawn)[0]
+    assert np.array_equal(read_npz(tmp_path / "out.npz")["out0"], expected)
+
+
+@pytest.mark.parametrize("inputs, message", [
+    ({"arg0.0": np.zeros(2, np.float32), "arg1": np.zeros(2, np.float32)},
+     r"no input array for parameter 0 leaf 1 \(arg0.1, s32\[\]\)"),
+    ({"arg0": ((np.zeros(2, np.float32), np.int32(1)), None), "arg0.0": np.zeros(2, np.float32),
+      "arg1": np.zeros(2, np.float32)},
+     r"parameter 0 \(arg0, \(\(f32\[2\], s32\[\]\), token\[\]\)\) is given both as arg0 and as "
+     r"leaf keys"),
+    ({"arg0.2": np.zeros(1), "arg0.3": np.zeros(1)},
+     r"unexpected key 'arg0.3': .* tuple parameter i as arg\{i\}.\{j\}"),
+    ({"arg1.0": np.zeros(1)}, r"unexpected key 'arg1.0'"),
+    ([np.zeros(2, np.float32), np.zeros(2, np.float32)],
+     r"parameter 0 \(arg0, .*\) is a tuple: give a sequence of 2 inputs"),
+    ([[np.zeros(2, np.float32)], np.zeros(2, np.float32)],
+     r"parameter 0 \(arg0, .*\) is a tuple of 2 elements but 1 inputs were given"),
+    ([((np.zeros(3, np.float32), np.int32(1)), None), np.zeros(2, np.float32)],
+     r"parameter 0 leaf 0 \(arg0.0, f32\[2\]\) has shape \[3\]; expected \[2\] \(same on every "
+     r"device\) or \[2, 2\] \(one per device\)"),
+    ([((np.zeros(2, np.float32), np.array(1, np.float32)), None), np.zeros(2, np.float32)],
+     r"parameter 0 leaf 1 \(arg0.1, s32\[\]\) has dtype float32, expected s32"),
+])
+def test_tuple_inputs_that_do_not_fit_get_one_error_naming_the_leaf(inputs, message):
+    with pytest.raises(interpreter.InputError, match=message):
+        interpreter.run(TUPLE_PARAM, inputs)
+
+
+def test_the_fitter_names_the_file_and_mirrors_the_shapes():
+    """``source`` prefixes every message; a fitted tuple parameter is a nested tuple, its
+    token None."""
+    shapes = [p.shape for p in TUPLE_PARAM.entry.parameters]
+    x, n, q = np.zeros(2, np.float32), np.array([1, 2], np.int32), np.zeros(2, np.float32)
+    fitted = fit_arguments({"arg0.0": x, "arg0.1": n, "arg1": q}, shapes, 2)
+    assert fitted[0][0][0] is x and fitted[0][0][1] is n and fitted[0][1] is None
+    assert fitted[1] is q
+    with pytest.raises(ValueError, match=r"^in.npz: no input array for parameter 1 \(arg1, "):
+        fit_arguments({"arg0.0": x, "arg0.1": n}, shapes, 2, source="in.npz")
+
+
+def test_a_ranks_rows_are_its_devices_rows_only():
+    """Four devices, a rank hosting devices (1, 3). x per device [[0,1],[2,3],[4,5],[6,7]] keeps
+    rows 1 and 3: [[2,3],[6,7]]; n per device [5, 7, 9, 7] keeps [7, 7], equal, so held once
+    (7); q given once stays held once."""
+    shapes = [p.shape for p in TUPLE_PARAM.entry.parameters]
+    x = np.arange(8, dtype=np.float32).reshape(4, 2)
+    n = np.array([5, 7, 9, 7], np.int32)
+    q = np.array([1, 1], np.float32)
+    fitted = fit_arguments([((x, n), None), q], shapes, 4)
+    (param, shared) = argument_values(fitted, shapes, devices=[1, 3])
+    assert isinstance(param, TupleValue) and param.elements[1] is TOKEN
+    xs, ns = param.elements[0].elements
+    assert isinstance(xs, PerDevice) and xs.array.tolist() == [[2, 3], [6, 7]]
+    assert isinstance(ns, Replicated) and ns.array.tolist() == 7
+    assert isinstance(shared, Replicated) and shared.array.tolist() == [1, 1]
+    x[1, 0] = -1  # the values own their data
+    assert xs.array.tolist() == [[2, 3], [6, 7]]
+
+
+def test_a_rank_subset_matches_the_same_rows_of_the_whole():
+    """Preparing rows (2, 0) of drawn inputs gives rows 2 and 0 of the all-device values."""
+    topology = Topology(1, 4)
+    everything = prepare_arguments(TUPLE_PARAM, topology, None, seed=1)
+    subset = prepare_arguments(TUPLE_PARAM, topology, None, seed=1, devices=[2, 0])
+    whole = everything[0].elements[0].elements[0].array
+    assert subset[0].elements[0].elements[0].array.tolist() == whole[[2, 0]].tolist()
+    assert subset[1].array.tolist() == everything[1].array[[2, 0]].tolist()
+
+
+def test_a_module_needs_inputs_unless_every_parameter_leaf_is_a_token():
+    tokens = module("""
+        t = (token[], token[]) parameter(0)
+        ROOT c = f32[] constant(1)
+        """)
+    assert not needs_inputs(tokens) and needs_inputs(TUPLE_PARAM)
+    assert interpreter.run(tokens)[0].tolist() == [1.0]
+    with pytest.raises(interpreter.InputError, match="give inputs or a seed"):
+        interpreter.run(TUPLE_PARAM)
