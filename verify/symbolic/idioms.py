@@ -1,26 +1,69 @@
-"""HLO text for "all-reduce, then each device dynamic-slices its shard" idioms.
+"""Modules for "all-reduce, then each device dynamic-slices its shard" idioms, built with the
+HLO builder.
 
 Used to replay pool-theorem witnesses through the interpreter, to cross-check proofs against
-execution and to benchmark. ``ArDsIdiom.text()`` is the all-reduce + dynamic-slice module;
-``ArDsIdiom.reduce_scatter_text()`` the module the fold should be equivalent to (one
-reduce-scatter over the same groups). The offset is a list of HLO lines ending in ``%offset``;
-the ``offset_*`` helpers spell the forms the seed's matchers and JAX emit.
+execution and to benchmark. ``ArDsIdiom.module()`` is the all-reduce + dynamic-slice module
+(``text()`` prints it); ``ArDsIdiom.reduce_scatter_module()`` the module the fold should be
+equivalent to (one reduce-scatter over the same groups). The offset is an ``Offset`` — the
+``offset_*`` helpers build the forms the seed's matchers and JAX emit — or HLO lines written by
+hand that end in ``%offset``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
-from neuron_sim.hlo.replica_groups import format_int_lists
+from neuron_sim.hlo import ElementType, HloComputation, HloInstruction, HloModule, Opcode
+from neuron_sim.hlo.builder import ComputationBuilder, ModuleBuilder
+from neuron_sim.hlo.replica_groups import ReplicaGroups
+from neuron_sim.hlo.shapes import ArrayShape, scalar
 
-# How the all-reduce names its groups (SEMANTICS.md §2): attributes per group mode.
-MODE_ATTRIBUTES = {
-    "cross_replica": "",
-    "cross_replica_and_partition": "channel_id=1, ",
-    "flattened": "channel_id=1, ",
+# How the collective names its groups (SEMANTICS.md §2): (channel_id, use_global_device_ids).
+MODE_ATTRIBUTES: dict[str, tuple[int | None, bool]] = {
+    "cross_replica": (None, False),
+    "cross_replica_and_partition": (1, False),
+    "flattened": (1, True),
 }
-MODE_SUFFIX = {"flattened": ", use_global_device_ids=true"}
+
+Coordinates = dict[str, HloInstruction]
+"""The device's ``partition-id`` and ``replica-id`` (u32 scalars), by those names."""
+
+
+@dataclass(frozen=True)
+class Offset:
+    """How ``%offset`` is computed from the device's coordinates.
+
+    ``emit(b, coordinates)`` adds the instructions to ``b`` and returns the offset. An unfused
+    offset declares the coordinates itself (``partition-id()`` / ``replica-id()``); a fused one
+    (``fused=True``) reads them from the fusion's parameters, as XLA's compiler emits it.
+    """
+
+    emit: Callable[[ComputationBuilder, Coordinates], HloInstruction]
+    fused: bool = False
+
+    def build(self, b: ComputationBuilder, parameters: Coordinates) -> HloInstruction:
+        coordinates = parameters if self.fused else {
+            "partition-id": b.partition_id("partition-id"),
+            "replica-id": b.replica_id("replica-id")}
+        return self.emit(b, coordinates)
+
+
+OffsetSpec = Offset | Sequence[str]
+"""An ``Offset`` or HLO lines written by hand whose last definition is ``%offset``."""
+
+
+def _build_offset(spec: OffsetSpec, b: ComputationBuilder, parameters: Coordinates,
+                  fused: bool) -> HloInstruction:
+    if isinstance(spec, Offset):
+        if spec.fused != fused:
+            raise ValueError(f"the offset is built for a{' fused' * spec.fused}"
+                             f"{'n unfused' * (not spec.fused)} idiom")
+        return spec.build(b, parameters)
+    added = b.instructions_from_text(spec, parameters)
+    if "offset" not in added:
+        raise ValueError("the offset lines do not define %offset")
+    return added["offset"]
 
 
 @dataclass(frozen=True)
@@ -39,177 +82,160 @@ class ArDsIdiom:
     mode: str
     full: int
     slice_size: int
-    offset_lines: tuple[str, ...]
+    offset: OffsetSpec
     columns: int = 1
     fused: bool = False
     element_type: str = "s32"
     notes: dict = field(default_factory=dict, compare=False)
 
-    @property
-    def offset_type(self) -> str:
-        """The element type of %offset (all start indices of a dynamic-slice share it)."""
-        for line in self.offset_lines:
-            if line.startswith("%offset = "):
-                return line.split()[2].split("[")[0]
-        raise ValueError(f"idiom {self.name}: no line defines %offset")
+    def _shape(self, rows: int) -> ArrayShape:
+        return ArrayShape(ElementType.from_spelling(self.element_type), (rows, self.columns))
 
-    def _header(self) -> str:
-        return (f"HloModule {self.name}, replica_count={self.replicas}, "
-                f"num_partitions={self.partitions}\n\n"
-                f"%sum (a: {self.element_type}[], b: {self.element_type}[]) -> "
-                f"{self.element_type}[] {{\n"
-                f"  %a = {self.element_type}[] parameter(0)\n"
-                f"  %b = {self.element_type}[] parameter(1)\n"
-                f"  ROOT %add = {self.element_type}[] add(%a, %b)\n}}\n\n")
+    def _begin(self) -> tuple[ModuleBuilder, HloComputation]:
+        """The module builder and its ``%sum`` reducer."""
+        m = ModuleBuilder(self.name, replica_count=self.replicas,
+                          num_partitions=self.partitions)
+        s = m.computation("sum")
+        et = scalar(ElementType.from_spelling(self.element_type))
+        return m, s.build(s.add(s.parameter(0, et, "a"), s.parameter(1, et, "b"), "add"))
 
-    def _groups_text(self) -> str:
-        return format_int_lists(self.groups) if self.groups else "{}"
+    def _group_attributes(self) -> dict:
+        channel_id, use_global_device_ids = MODE_ATTRIBUTES[self.mode]
+        return {"replica_groups": ReplicaGroups.explicit(self.groups or ()),
+                "channel_id": channel_id, "use_global_device_ids": use_global_device_ids}
 
-    def _all_reduce_line(self) -> str:
-        et, rows, cols = self.element_type, self.full, self.columns
-        return (f"  %all-reduce = {et}[{rows},{cols}]{{1,0}} all-reduce(%x), "
-                f"{MODE_ATTRIBUTES[self.mode]}replica_groups={self._groups_text()}"
-                f"{MODE_SUFFIX.get(self.mode, '')}, to_apply=%sum\n")
+    def _slice(self, b: ComputationBuilder, source: HloInstruction,
+               parameters: Coordinates) -> HloInstruction:
+        offset = _build_offset(self.offset, b, parameters, self.fused)
+        zero = b.constant(0, scalar(offset.shape.element_type), "zero")
+        return b.dynamic_slice(source, [offset, zero], [self.slice_size, self.columns],
+                               "dynamic-slice")
 
-    def _slice_lines(self, source: str) -> str:
-        et, s, cols = self.element_type, self.slice_size, self.columns
-        body = "".join(f"  {line}\n" for line in self.offset_lines)
-        return (body + f"  %zero = {self.offset_type}[] constant(0)\n"
-                f"  ROOT %dynamic-slice = {et}[{s},{cols}]{{1,0}} dynamic-slice({source}, "
-                f"%offset, %zero), dynamic_slice_sizes={{{s},{cols}}}\n")
+    def module(self) -> HloModule:
+        """The all-reduce + dynamic-slice module."""
+        m, total = self._begin()
+        fused_slice = None
+        if self.fused:
+            f = m.computation("fused_slice")
+            p0 = f.parameter(0, self._shape(self.full), "p0")
+            ids = {"partition-id": f.parameter(1, "u32[]", "partition-id"),
+                   "replica-id": f.parameter(2, "u32[]", "replica-id")}
+            self._slice(f, p0, ids)
+            fused_slice = f.build()
+        e = m.computation("main")
+        x = e.parameter(0, self._shape(self.full), "x")
+        reduced = e.all_reduce(x, to_apply=total, name="all-reduce", **self._group_attributes())
+        if fused_slice is None:
+            self._slice(e, reduced, {})
+        else:
+            e.fusion(fused_slice, [reduced, e.partition_id("pid"), e.replica_id("rid")],
+                     name="fusion")
+        return m.build(e.build())
+
+    def reduce_scatter_module(self) -> HloModule:
+        """The module the fold should produce: one reduce-scatter of ``%x`` over the groups."""
+        m, total = self._begin()
+        e = m.computation("main")
+        x = e.parameter(0, self._shape(self.full), "x")
+        e.reduce_scatter(x, dimension=0, to_apply=total, name="reduce-scatter",
+                         **self._group_attributes())
+        return m.build(e.build())
 
     def text(self) -> str:
-        """The all-reduce + dynamic-slice module."""
-        et, rows, cols, s = self.element_type, self.full, self.columns, self.slice_size
-        entry_head = (f"ENTRY %main (x: {et}[{rows},{cols}]) -> {et}[{s},{cols}] {{\n"
-                      f"  %x = {et}[{rows},{cols}]{{1,0}} parameter(0)\n"
-                      + self._all_reduce_line())
-        if not self.fused:
-            return self._header() + entry_head + self._slice_lines("%all-reduce") + "}\n"
-        fused = (f"%fused_slice (p0: {et}[{rows},{cols}], p1: u32[], p2: u32[]) -> "
-                 f"{et}[{s},{cols}] {{\n"
-                 f"  %p0 = {et}[{rows},{cols}]{{1,0}} parameter(0)\n"
-                 "  %partition-id = u32[] parameter(1)\n"
-                 "  %replica-id = u32[] parameter(2)\n"
-                 + self._slice_lines("%p0") + "}\n\n")
-        entry = (entry_head + "  %pid = u32[] partition-id()\n  %rid = u32[] replica-id()\n"
-                 f"  ROOT %fusion = {et}[{s},{cols}]{{1,0}} fusion(%all-reduce, %pid, %rid), "
-                 "kind=kLoop, calls=%fused_slice\n}\n")
-        return self._header() + fused + entry
+        return self.module().to_text()
 
     def reduce_scatter_text(self) -> str:
-        """The module the fold should produce: one reduce-scatter of ``%x`` over the groups."""
-        et, rows, cols, s = self.element_type, self.full, self.columns, self.slice_size
-        return (self._header()
-                + f"ENTRY %main (x: {et}[{rows},{cols}]) -> {et}[{s},{cols}] {{\n"
-                f"  %x = {et}[{rows},{cols}]{{1,0}} parameter(0)\n"
-                f"  ROOT %reduce-scatter = {et}[{s},{cols}]{{1,0}} reduce-scatter(%x), "
-                f"{MODE_ATTRIBUTES[self.mode]}replica_groups={self._groups_text()}"
-                f"{MODE_SUFFIX.get(self.mode, '')}, dimensions={{0}}, to_apply=%sum\n}}\n")
+        return self.reduce_scatter_module().to_text()
 
 
 # --- offsets ---------------------------------------------------------------------------------
-# Each returns HLO lines that define %offset from %partition-id / %replica-id (declared by
-# the helper unless the idiom is fused, where they are fusion parameters; see ``coordinates``).
 
 
-def coordinates(fused: bool) -> list[str]:
-    """The lines that declare %partition-id and %replica-id in an unfused idiom."""
-    return [] if fused else ["%partition-id = u32[] partition-id()",
-                             "%replica-id = u32[] replica-id()"]
+def _u32(b: ComputationBuilder, value: int, name: str) -> HloInstruction:
+    return b.constant(value, "u32[]", name)
 
 
 def offset_id_times(slice_size: int, *, fused: bool = False, source: str = "partition-id",
-                    index_type: str = "u32") -> tuple[str, ...]:
+                    index_type: str = "u32") -> Offset:
     """``convert(id) * s``: the seed's single-group form (``index_type`` u32: no convert)."""
-    lines = coordinates(fused)
-    if index_type == "u32":
-        lines += [f"%s = u32[] constant({slice_size})",
-                  f"%offset = u32[] multiply(%{source}, %s)"]
-    else:
-        lines += [f"%id = {index_type}[] convert(%{source})",
-                  f"%s = {index_type}[] constant({slice_size})",
-                  f"%offset = {index_type}[] multiply(%id, %s)"]
-    return tuple(lines)
+    def emit(b: ComputationBuilder, ids: Coordinates) -> HloInstruction:
+        if index_type == "u32":
+            return b.multiply(ids[source], _u32(b, slice_size, "s"), "offset")
+        index = b.convert(ids[source], index_type, "id")
+        return b.multiply(index, b.constant(slice_size, index.shape, "s"), "offset")
+    return Offset(emit, fused)
 
 
-def offset_pool(pool: Sequence[int], slice_size: int, *,
-                fused: bool = False) -> tuple[str, ...]:
+def offset_pool(pool: Sequence[int], slice_size: int, *, fused: bool = False) -> Offset:
     """``reshape(s * dynamic-slice(POOL, partition-id))`` — the multiple-groups form."""
-    values = ", ".join(str(v) for v in pool)
-    return tuple(coordinates(fused) + [
-        f"%pool = s32[{len(pool)}]{{0}} constant({{{values}}})",
-        "%rank = s32[1]{0} dynamic-slice(%pool, %partition-id), dynamic_slice_sizes={1}",
-        f"%shard = s32[1]{{0}} constant({{{slice_size}}})",
-        "%scaled = s32[1]{0} multiply(%shard, %rank)",
-        "%offset = s32[] reshape(%scaled)"])
+    def emit(b: ComputationBuilder, ids: Coordinates) -> HloInstruction:
+        table = b.constant(list(pool), ArrayShape(ElementType.S32, (len(pool),)), "pool")
+        rank = b.dynamic_slice(table, [ids["partition-id"]], [1], "rank")
+        shard = b.constant([slice_size], ArrayShape(ElementType.S32, (1,)), "shard")
+        return b.reshape(b.multiply(shard, rank, "scaled"), "s32[]", "offset")
+    return Offset(emit, fused)
 
 
 def offset_jax(slice_size: int, full: int, *, shift: int = 0, mask: int | None = None,
-               fused: bool = False, source: str = "partition-id") -> tuple[str, ...]:
+               fused: bool = False, source: str = "partition-id") -> Offset:
     """What JAX emits for ``axis_index * s``: ``((id >> shift) & mask)`` as s32, times s, then
     ``select(mul < 0, mul + full, mul)`` (the negative-index wrap of dynamic_slice_in_dim)."""
-    lines = coordinates(fused)
-    value = f"%{source}"
-    if shift:
-        lines += [f"%shift = u32[] constant({shift})",
-                  f"%shifted = u32[] shift-right-logical({value}, %shift)"]
-        value = "%shifted"
-    if mask is not None:
-        lines += [f"%mask = u32[] constant({mask})", f"%masked = u32[] and({value}, %mask)"]
-        value = "%masked"
-    lines += [f"%index = s32[] convert({value})",
-              f"%s = s32[] constant({slice_size})",
-              "%mul = s32[] multiply(%index, %s)",
-              "%zero.0 = s32[] constant(0)",
-              "%negative = pred[] compare(%mul, %zero.0), direction=LT",
-              f"%full = s32[] constant({full})",
-              "%wrapped = s32[] add(%mul, %full)",
-              "%offset = s32[] select(%negative, %wrapped, %mul)"]
-    return tuple(lines)
+    def emit(b: ComputationBuilder, ids: Coordinates) -> HloInstruction:
+        value = ids[source]
+        if shift:
+            value = b.binary(Opcode.SHIFT_RIGHT_LOGICAL, value, _u32(b, shift, "shift"),
+                             "shifted")
+        if mask is not None:
+            value = b.binary(Opcode.AND, value, _u32(b, mask, "mask"), "masked")
+        index = b.convert(value, "s32", "index")
+        mul = b.multiply(index, b.constant(slice_size, "s32[]", "s"), "mul")
+        negative = b.compare(mul, b.constant(0, "s32[]", "zero.0"), "LT", "negative")
+        wrapped = b.add(mul, b.constant(full, "s32[]", "full"), "wrapped")
+        return b.select(negative, wrapped, mul, "offset")
+    return Offset(emit, fused)
+
+
+def _divmod(b: ComputationBuilder, value: HloInstruction, divisor: int,
+            use_remainder: bool) -> HloInstruction:
+    """``value % divisor`` or ``value / divisor``, named ``%rank``."""
+    opcode = Opcode.REMAINDER if use_remainder else Opcode.DIVIDE
+    return b.binary(opcode, value, b.constant(divisor, value.shape, "divisor"), "rank")
 
 
 def offset_divmod(slice_size: int, *, divisor: int, use_remainder: bool, fused: bool = False,
-                  source: str = "partition-id") -> tuple[str, ...]:
+                  source: str = "partition-id") -> Offset:
     """``(id % divisor) * s`` or ``(id / divisor) * s`` in s32."""
-    op = "remainder" if use_remainder else "divide"
-    return tuple(coordinates(fused) + [
-        f"%id = s32[] convert(%{source})",
-        f"%divisor = s32[] constant({divisor})",
-        f"%rank = s32[] {op}(%id, %divisor)",
-        f"%s = s32[] constant({slice_size})",
-        "%offset = s32[] multiply(%rank, %s)"])
+    def emit(b: ComputationBuilder, ids: Coordinates) -> HloInstruction:
+        rank = _divmod(b, b.convert(ids[source], "s32", "id"), divisor, use_remainder)
+        return b.multiply(rank, b.constant(slice_size, "s32[]", "s"), "offset")
+    return Offset(emit, fused)
 
 
 def offset_flattened(slice_size: int, partitions: int, *, fused: bool = False,
-                     divisor: int | None = None, use_remainder: bool = True) -> tuple[str, ...]:
+                     divisor: int | None = None, use_remainder: bool = True) -> Offset:
     """``(replica-id * P + partition-id)`` (optionally ``% divisor`` or ``/ divisor``) times s."""
-    lines = coordinates(fused) + [
-        f"%P = u32[] constant({partitions})",
-        "%rP = u32[] multiply(%replica-id, %P)",
-        "%flat = u32[] add(%rP, %partition-id)"]
-    value = "%flat"
-    if divisor is not None:
-        op = "remainder" if use_remainder else "divide"
-        lines += [f"%divisor = u32[] constant({divisor})", f"%rank = u32[] {op}(%flat, %divisor)"]
-        value = "%rank"
-    lines += [f"%s = u32[] constant({slice_size})", f"%offset = u32[] multiply({value}, %s)"]
-    return tuple(lines)
+    def emit(b: ComputationBuilder, ids: Coordinates) -> HloInstruction:
+        r_times_p = b.multiply(ids["replica-id"], _u32(b, partitions, "P"), "rP")
+        value = b.add(r_times_p, ids["partition-id"], "flat")
+        if divisor is not None:
+            value = _divmod(b, value, divisor, use_remainder)
+        return b.multiply(value, _u32(b, slice_size, "s"), "offset")
+    return Offset(emit, fused)
 
 
 def offset_table(table: Sequence[int], slice_size: int, *, fused: bool = False,
-                 source: str = "partition-id", element_type: str = "s32") -> tuple[str, ...]:
+                 source: str = "partition-id", element_type: str = "s32") -> Offset:
     """``table[id] * s`` with the table read by a one-element dynamic-slice, then reshaped."""
-    values = ", ".join(str(v) for v in table)
-    et = element_type
-    return tuple(coordinates(fused) + [
-        f"%table = {et}[{len(table)}]{{0}} constant({{{values}}})",
-        f"%entry = {et}[1]{{0}} dynamic-slice(%table, %{source}), dynamic_slice_sizes={{1}}",
-        f"%rank = {et}[] reshape(%entry)",
-        f"%s = {et}[] constant({slice_size})",
-        f"%offset = {et}[] multiply(%rank, %s)"])
+    et = ElementType.from_spelling(element_type)
+
+    def emit(b: ComputationBuilder, ids: Coordinates) -> HloInstruction:
+        values = b.constant(list(table), ArrayShape(et, (len(table),)), "table")
+        entry = b.dynamic_slice(values, [ids[source]], [1], "entry")
+        rank = b.reshape(entry, scalar(et), "rank")
+        return b.multiply(rank, b.constant(slice_size, scalar(et), "s"), "offset")
+    return Offset(emit, fused)
 
 
-def offset_constant(value: int, *, fused: bool = False) -> tuple[str, ...]:
+def offset_constant(value: int, *, fused: bool = False) -> Offset:
     """The same offset on every device."""
-    return tuple(coordinates(fused) + [f"%offset = s32[] constant({value})"])
+    return Offset(lambda b, ids: b.constant(value, "s32[]", "offset"), fused)
