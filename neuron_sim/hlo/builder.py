@@ -78,14 +78,15 @@ def _operand_text(opcode: Opcode, operands: Operands) -> str:
 
 
 def new_instruction(opcode: Opcode, operands: Operands, *, name: str, topology: Topology,
-                    shape: ShapeLike | None = None, computation: str | None = None,
+                    shape: Shape | None = None, computation: str | None = None,
                     check: bool = True, literal: Literal | None = None,
                     parameter_number: int | None = None,
                     attributes: dict[str, Any] | None = None) -> HloInstruction:
     """An instruction not yet in any computation, its shape inferred by the checker's rule for
-    ``opcode`` (or ``shape`` when given: it must match the inferred one unless ``check`` is
-    False). Raises HloCheckError naming ``computation`` and the instruction being built."""
-    declared = as_shape(shape) if shape is not None else None
+    ``opcode`` (with the default layout), or ``shape`` as given, which must match the inferred
+    one unless ``check`` is False. Raises HloCheckError naming ``computation`` and the
+    instruction being built."""
+    declared = shape
     attrs = {key: _typed_attribute(key, value) for key, value in (attributes or {}).items()}
     inst = HloInstruction(name, opcode, declared, operands, attrs, literal=literal,
                           parameter_number=parameter_number)
@@ -118,13 +119,16 @@ def make_instruction(computation: HloComputation, opcode: Opcode, operands: Oper
                      shape: ShapeLike | None = None, name: str | None = None,
                      check: bool = True, **attributes: Any) -> HloInstruction:
     """A new instruction for ``computation`` (not added yet), its shape inferred on the
-    topology of the module header. ``check=False`` takes a given ``shape`` as is: for a seed
-    pass that copies a shape without verifying it, which is what the verifier must expose."""
+    topology of the module header. A given ``shape`` is kept as is, layout included (a pass
+    copying an existing shape keeps the module's style); ``check=False`` skips comparing it
+    with the inferred one: for a seed pass that copies a shape without verifying it, which is
+    what the verifier must expose."""
     for operand in operands:
         if operand.parent is not computation:
             raise HloError(f"%{operand.name} is not in computation {computation.name}")
+    declared = parse_shape(shape) if isinstance(shape, str) else shape
     return new_instruction(opcode, operands, name=name or opcode.spelling,
-                           topology=_module_topology(computation.parent), shape=shape,
+                           topology=_module_topology(computation.parent), shape=declared,
                            computation=computation.name, check=check, attributes=attributes)
 
 
@@ -160,7 +164,8 @@ class ComputationBuilder:
             if operand.parent is not self.computation:
                 raise HloError(f"%{operand.name} is not in computation {self.computation.name}")
         inst = new_instruction(opcode, operands, name=self._unique(name or opcode.spelling),
-                               topology=self.topology, shape=shape,
+                               topology=self.topology,
+                               shape=as_shape(shape) if shape is not None else None,
                                computation=self.computation.name, literal=literal,
                                parameter_number=parameter_number, attributes=attributes)
         return self.computation.add(inst)

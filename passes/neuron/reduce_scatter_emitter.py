@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from neuron_sim.hlo.attributes import format_attribute
+from neuron_sim.hlo.builder import make_instruction
 from neuron_sim.hlo.ir import HloError, HloInstruction
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.replica_groups import ReplicaGroups
@@ -47,10 +48,10 @@ def emit_reduce_scatter(ds: HloInstruction) -> HloInstruction:
         attrs["use_global_device_ids"] = True
     attrs["dimensions"] = (info.slice_dim,)
     attrs["to_apply"] = all_reduce.to_apply
-    reduce_scatter = HloInstruction("reduce-scatter", Opcode.REDUCE_SCATTER, ds.shape,
-                                    [all_reduce.operand(0)])
-    reduce_scatter.attrs = attrs
-    return reduce_scatter
+    # The seed copies the dynamic-slice's shape without checking it against the groups (a
+    # CrossReplica all-reduce given a channel id gains peers): check=False keeps that visible.
+    return make_instruction(ds.parent, Opcode.REDUCE_SCATTER, [all_reduce.operand(0)],
+                            shape=ds.shape, name="reduce-scatter", check=False, **attrs)
 
 
 def describe_reduce_scatter(ds: HloInstruction, rs: HloInstruction) -> str:

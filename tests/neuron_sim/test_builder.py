@@ -235,7 +235,7 @@ ENTRY %main (x: f32[8,2]) -> f32[8,2] {
         make_instruction(main, Opcode.NEGATE, [main.instruction("x")], shape="f32[2,2]")
     unchecked = make_instruction(main, Opcode.NEGATE, [main.instruction("x")], shape="f32[2,2]",
                                  check=False)
-    assert str(unchecked.shape) == "f32[2,2]{1,0}"
+    assert str(unchecked.shape) == "f32[2,2]"
 
 
 def test_instructions_from_text_bind_the_names_they_do_not_define():
