@@ -238,3 +238,56 @@ def test_register_pass_by_key_and_class_name_and_refuses_clashes(monkeypatch):
 def test_package_exports_the_public_api():
     assert passes.get_pass is get_pass and passes.PassPipeline is PassPipeline
     assert passes.OpExpanderPass is OpExpanderPass and passes.HloPass is HloPass
+
+
+SUMS = """HloModule sums
+
+%sum (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %add = f32[] add(%a, %b)
+}
+
+ENTRY %main (x: f32[4]) -> f32[] {
+  %x = f32[4]{0} parameter(0)
+  %zero = f32[] constant(0)
+  ROOT %reduce = f32[] reduce(%x, %zero), dimensions={0}, to_apply=%sum
+}
+"""
+
+
+class SumToMax(OpExpanderPass):
+    """Edits a reduce's callee in place (add -> maximum) and returns the reduce itself."""
+
+    name = "sum_to_max"
+
+    def matches(self, inst: HloInstruction) -> bool:
+        return inst.opcode is Opcode.REDUCE and inst.to_apply.root.opcode is Opcode.ADD
+
+    def expand(self, inst: HloInstruction) -> HloInstruction:
+        inst.to_apply.root.opcode = Opcode.MAXIMUM
+        return inst
+
+
+def test_an_expansion_that_returns_its_instruction_is_an_in_place_change_and_is_kept():
+    module = parse_module(SUMS)
+    reduce = module.entry.root
+    hlo_pass = SumToMax()
+    assert hlo_pass.run(module) is True
+    assert module.computation("sum").root.opcode is Opcode.MAXIMUM
+    assert module.entry.root.name == reduce.name
+    assert hlo_pass.rewrites == ["%reduce changed in place (reduce)"]
+    assert hlo_pass.run(module) is False  # nothing matches any more
+
+
+def test_matches_that_all_decline_report_no_change_unlike_xla():
+    # XLA's OpExpanderPass::Run returns !matching_instructions.empty(); ours reports a change
+    # only when an expansion returned an instruction, so "no change" is true.
+    class Declines(SumToMax):
+        def expand(self, inst):
+            return None
+
+    module = parse_module(SUMS)
+    hlo_pass = Declines()
+    assert hlo_pass.candidates(module) == [module.entry.root]
+    assert hlo_pass.run(module) is False and hlo_pass.rewrites == []

@@ -1,0 +1,77 @@
+"""The registry is one explicit list: complete (every pass class under passes/neuron and
+passes/xla), resolvable in a fresh process, and equal to docs/passes.md's table."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import passes.neuron
+import passes.xla
+from passes import HloPass, get_pass, list_passes, pass_class, pass_keys
+from passes.registry import BUILTIN_PASSES
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def pass_classes_defined_under(package) -> set[type[HloPass]]:
+    found: set[type[HloPass]] = set()
+    for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
+        module = importlib.import_module(info.name)
+        found |= {cls for _, cls in inspect.getmembers(module, inspect.isclass)
+                  if issubclass(cls, HloPass) and cls.__module__ == module.__name__
+                  and cls.name}
+    return found
+
+
+def test_every_pass_class_under_neuron_and_xla_is_listed():
+    defined = pass_classes_defined_under(passes.neuron) | pass_classes_defined_under(passes.xla)
+    assert defined == set(BUILTIN_PASSES)
+    assert len({cls.name for cls in BUILTIN_PASSES}) == len(BUILTIN_PASSES)
+
+
+@pytest.mark.parametrize("cls", BUILTIN_PASSES, ids=lambda cls: cls.name)
+def test_every_listed_pass_resolves_by_key_and_class_name(cls):
+    assert pass_class(cls.name) is cls and pass_class(cls.__name__) is cls
+    assert type(get_pass(cls.name)) is cls
+
+
+def test_every_key_resolves_in_a_fresh_process_without_the_verifier():
+    script = ("import sys, passes\n"
+              "keys = passes.pass_keys()\n"
+              "[passes.get_pass(k) for k in keys]\n"
+              "assert 'rewrite_all_reduce_dynamic_slice_proven' in keys, keys\n"
+              "assert not any(m == 'verify' or m.startswith('verify.') for m in sys.modules)\n"
+              "print(len(keys))\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) == len(pass_keys())
+
+
+def docs_table_rows() -> list[list[str]]:
+    text = (ROOT / "docs" / "passes.md").read_text()
+    section = text.split("## The passes", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    return [[cell.strip() for cell in row.strip("|").split(" | ")] for row in rows]
+
+
+def test_the_docs_table_lists_exactly_the_registry():
+    documented = {(row[0].strip("`"), row[1].strip("`"), row[3], row[5])
+                  for row in docs_table_rows()}
+    registered = {(info.class_name, info.key, info.seed_status, info.contract)
+                  for info in list_passes()}
+    assert documented == registered
+
+
+def test_the_docs_name_every_declared_option():
+    text = (ROOT / "docs" / "passes.md").read_text()
+    for cls in BUILTIN_PASSES:
+        for option in cls.options:
+            assert f"`{cls.name}.{option.name}`" in text
