@@ -19,7 +19,7 @@ from passes import (Contract, HloPass, PassContext, PassPipeline, contract_of, g
 from verify.checks import CHECKS, PASS_FAILED, TARGET_MALFORMED, Check, path_to, verify_topology
 from verify.execution import DEFAULT_TIMEOUT, Runner, default_runner
 from verify.inputs import DEFAULT_TRIALS
-from verify.minimize import PairVerifier, Rewriter, minimize_case
+from verify.minimize import PairVerifier, minimize_case
 from verify.result import Status, TopologyVerdict, VerificationResult, worst
 
 Topologies = Topology | str | Iterable[Topology | str] | None

@@ -28,11 +28,12 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
+from neuron_sim.hlo.ir import HloInstruction, HloModule
 from neuron_sim.hlo.literals import Literal
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import ArrayShape
 from neuron_sim.topology import Topology
+from passes.xla.dce import DeadCodeElimination
 from verify.result import Minimized, Status, VerificationResult
 
 PairVerifier = Callable[[HloModule, HloModule, Topology, Sequence[Any] | None],
@@ -63,21 +64,8 @@ def pair_size(before: HloModule, after: HloModule) -> int:
 
 
 def _dce(module: HloModule) -> None:
-    """Remove entry instructions that do not reach the root (parameters stay), then dead
-    computations."""
-    comp = module.entry
-    live: set[HloInstruction] = set()
-    stack = [comp.root]
-    while stack:
-        inst = stack.pop()
-        if inst in live:
-            continue
-        live.add(inst)
-        stack.extend(inst.operands)
-    for inst in reversed(list(comp.instructions)):
-        if inst not in live and inst.opcode is not Opcode.PARAMETER and not inst.users:
-            comp.remove(inst)
-    module.remove_dead_computations()
+    """Remove what an edit left dead (XLA's HloDCE: side effects stay)."""
+    DeadCodeElimination().run(module)
 
 
 def _drop_layout_header(module: HloModule) -> None:
