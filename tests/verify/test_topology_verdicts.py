@@ -4,6 +4,7 @@ topology (and the user's options) in their PassContext, and ``verify --json`` li
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,22 +16,9 @@ from passes import HloPass, PassContext, PassOption, UnknownPassOptionError
 from verify import Status, check_modules, check_pass, format_result
 from verify.checks import VALUE_MISMATCH
 
-# No channel_id: an all-reduce across all replicas. With one replica every group is one device
-# (the all-reduce is the identity); with two, devices (0, p) and (1, p) are summed.
-CROSS_REPLICA = """
-HloModule cross_replica, num_partitions=4
-
-%sum (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %add = f32[] add(%a, %b)
-}
-
-ENTRY %main (x: f32[4]) -> f32[4] {
-  %x = f32[4]{0} parameter(0)
-  ROOT %all-reduce = f32[4]{0} all-reduce(%x), replica_groups={}, to_apply=%sum
-}
-"""
+# No channel_id: an all-reduce across all replicas; the identity with one replica only.
+CROSS_REPLICA = (Path(__file__).resolve().parents[1] / "data" / "verify" / "modules" /
+                 "cross_replica_all_reduce.hlo").read_text()
 
 
 class CountingPass(HloPass):
