@@ -8,7 +8,8 @@ from __future__ import annotations
 from neuron_sim.hlo.checks.core import Context, Invalid, RuleTable, fmt
 from neuron_sim.hlo.checks.helpers import (array_shape, check_call_signature,
                                            compatible_ignoring_fp, declared_tail, is_scalar_array,
-                                           join, program_shape, tuple_element)
+                                           join, program_shape, require_same_dims,
+                                           tuple_element)
 from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import Shape, TupleShape, scalar
@@ -33,10 +34,7 @@ def _map(ctx: Context) -> Shape:
     """Operands share dims; to_apply takes one scalar per operand; result type from it."""
     ctx.require_operands(at_least=1)
     shapes = ctx.arrays()
-    for i, shape in enumerate(shapes):
-        if shape.dims != shapes[0].dims:
-            raise Invalid(f"map operand {i} {fmt(shape)} and operand 0 {fmt(shapes[0])} have "
-                          f"different dimensions")
+    require_same_dims(shapes, "map operand")
     dims = ctx.dims_attr("dimensions", tuple(range(shapes[0].rank)))
     if tuple(dims) != tuple(range(shapes[0].rank)):
         raise Invalid(f"map dimensions {{{join(dims)}}} must be every dimension in order")

@@ -37,6 +37,15 @@ def compatible_ignoring_fp(a: Shape, b: Shape) -> bool:
     return a.dims == b.dims and same_type_ignoring_fp(a.element_type, b.element_type)
 
 
+def require_same_dims(shapes: Sequence[ArrayShape], what: str) -> None:
+    """Every shape has the dims of the first; ``what`` names them (``"sort operand"``)."""
+    noun = what.split()[-1]
+    for i, shape in enumerate(shapes):
+        if shape.dims != shapes[0].dims:
+            raise Invalid(f"{what} {i} {fmt(shape)} and {noun} 0 {fmt(shapes[0])} have "
+                          f"different dimensions")
+
+
 def is_scalar_array(shape: Shape) -> bool:
     """A rank-0 array (not a token, not a tuple)."""
     return isinstance(shape, ArrayShape) and shape.is_array and shape.rank == 0

@@ -7,7 +7,8 @@ from neuron_sim.hlo.attributes import Window
 from neuron_sim.hlo.checks.core import Context, Invalid, RuleTable, fmt
 from neuron_sim.hlo.checks.helpers import (array_shape, check_dim_list, check_reducer,
                                            compatible_ignoring_fp, join, program_shape,
-                                           tuple_or_single, window_output_dims)
+                                           require_same_dims, tuple_or_single,
+                                           window_output_dims)
 from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import ArrayShape, Shape, TupleShape, scalar
@@ -21,10 +22,7 @@ def _split_inputs_and_inits(ctx: Context) -> tuple[list[ArrayShape], list[ArrayS
         raise Invalid(f"{ctx.name} takes N inputs and N init values, but has "
                       f"{ctx.operand_count} operands")
     inputs, inits = ctx.arrays(range(n)), ctx.arrays(range(n, 2 * n))
-    for i, x in enumerate(inputs):
-        if x.dims != inputs[0].dims:
-            raise Invalid(f"{ctx.name} input {i} {fmt(x)} and input 0 {fmt(inputs[0])} have "
-                          f"different dimensions")
+    require_same_dims(inputs, f"{ctx.name} input")
     for i, init in enumerate(inits):
         if init.rank != 0:
             raise Invalid(f"{ctx.name} init value {i} must be a scalar, not {fmt(init)}")
@@ -82,10 +80,7 @@ def _sort(ctx: Context) -> Shape:
     """Operands share dims; the comparator takes two scalars per operand and returns pred[]."""
     ctx.require_operands(at_least=1)
     shapes = ctx.arrays()
-    for i, shape in enumerate(shapes):
-        if shape.dims != shapes[0].dims:
-            raise Invalid(f"sort operand {i} {fmt(shape)} and operand 0 {fmt(shapes[0])} have "
-                          f"different dimensions")
+    require_same_dims(shapes, "sort operand")
     dims = ctx.dims_attr("dimensions")
     if len(dims) != 1 or not 0 <= dims[0] < shapes[0].rank:
         raise Invalid(f"sort dimensions {{{join(dims)}}} must name one dimension of "
