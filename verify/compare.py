@@ -15,17 +15,7 @@ import ml_dtypes
 import numpy as np
 
 from neuron_sim.arrays import equal_mask, is_float  # noqa: F401 - equal_mask: verify's name
-from passes.contracts import Contract, contract_of
-
-# The contracts' names, for callers that still pass strings (contract_of accepts them).
-EXACT = "exact"
-REFINEMENT = "refinement"
-CHANGES_RESULTS = "changes-results"
-
-
-def contract_name(contract: Contract | str) -> str:
-    """The name of ``contract`` (a Contract or one of the old strings)."""
-    return contract_of(contract).name
+from passes.contracts import EXACT, Contract, contract_of
 
 
 def allowed_mask(source: np.ndarray, target: np.ndarray,

@@ -89,8 +89,9 @@ def is_identity_collective(inst: HloInstruction, topology: Topology) -> bool:
         return False
 
 
-class DeletePermuteGuarded(OpExpanderPass):
-    """DeletePermute restricted to collectives that are the identity under the topology."""
+class DeletePermuteGuarded(DeletePermute):
+    """DeletePermute restricted to collectives that are the identity under the topology (its
+    expansion and log lines are DeletePermute's)."""
 
     name = "delete_permute_guarded"
     seed_status = SeedStatus.INFERRED
@@ -103,9 +104,3 @@ class DeletePermuteGuarded(OpExpanderPass):
         topology = (self.context.topology_for(module) if module is not None
                     else self.context.topology or Topology())
         return is_identity_collective(inst, topology)
-
-    def expand(self, inst: HloInstruction) -> HloInstruction:
-        return inst.operand(0)
-
-    def describe(self, old: HloInstruction, new: HloInstruction) -> str:
-        return describe_deletion(old, new)

@@ -11,14 +11,16 @@ from neuron_sim.topology import Topology
 from passes import (PassContext, PassPipeline, UnknownPassOptionError, get_pass,
                     parse_pass_option_args, resolve_pass_options)
 
-IDENTITY_ON_ONE_REPLICA = """HloModule one_replica, replica_count=1
-
+SUM = """
 %sum (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
   %b = f32[] parameter(1)
   ROOT %add = f32[] add(%a, %b)
 }
+"""
 
+IDENTITY_ON_ONE_REPLICA = """HloModule one_replica, replica_count=1
+""" + SUM + """
 ENTRY %main (x: f32[4]) -> f32[4] {
   %x = f32[4]{0} parameter(0)
   ROOT %all-reduce = f32[4]{0} all-reduce(%x), replica_groups={}, to_apply=%sum
@@ -26,13 +28,7 @@ ENTRY %main (x: f32[4]) -> f32[4] {
 """
 
 DEAD_CHANNEL_ALL_REDUCE = """HloModule dead_channel, num_partitions=2
-
-%sum (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %add = f32[] add(%a, %b)
-}
-
+""" + SUM + """
 ENTRY %main (x: f32[4]) -> f32[4] {
   %x = f32[4]{0} parameter(0)
   %dead = f32[4]{0} all-reduce(%x), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=%sum
