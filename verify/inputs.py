@@ -315,10 +315,10 @@ def _fill_uniform(values: np.ndarray, et: ElementType, offset: int) -> None:
     """Row f (device f) becomes one repeated value, the rows cycling through the special ones."""
     if et.kind is Kind.COMPLEX or values.ndim == 0:
         return
-    choices = _uniform_values(et)
+    choices = np.asarray(_uniform_values(et))
+    picks = choices[(offset + np.arange(values.shape[0])) % len(choices)]
     with np.errstate(over="ignore", invalid="ignore"):
-        for f in range(values.shape[0]):
-            values[f] = choices[(offset + f) % len(choices)]
+        values[...] = picks.astype(values.dtype).reshape((-1,) + (1,) * (values.ndim - 1))
 
 
 def _use_dictionary(values: np.ndarray, et: ElementType, rng: np.random.Generator,
@@ -327,26 +327,24 @@ def _use_dictionary(values: np.ndarray, et: ElementType, rng: np.random.Generato
     flat = values.reshape(-1)
     if not flat.size:
         return
-    candidates: list[Any] = []
     if et.is_integral:
         low, high = _integer_range(et)
-        for number in dictionary:
-            base = int(np.clip(np.trunc(number), low, high))
-            candidates += [v for v in (base - 1, base, base + 1) if low <= v <= high]
+        bases = [int(np.clip(np.trunc(number), low, high)) for number in dictionary]
+        candidates = np.array([v for base in bases for v in (base - 1, base, base + 1)
+                               if low <= v <= high], dtype=object)
     else:
         dtype = et.numpy_dtype
         with np.errstate(over="ignore", invalid="ignore"):
             exact = np.array(dictionary, dtype=np.float64).astype(dtype)
         exact = exact[np.isfinite(exact.astype(np.float64))]
-        candidates = list(exact) + list(_ulp_neighbours(exact, +1)) + \
-            list(_ulp_neighbours(exact, -1))
-    if not candidates:
+        candidates = np.concatenate([exact, _ulp_neighbours(exact, +1),
+                                     _ulp_neighbours(exact, -1)])
+    if not candidates.size:
         return
     count = max(1, flat.size // 2)
     where = rng.choice(flat.size, size=count, replace=False)
     picks = rng.integers(0, len(candidates), size=count)
-    for position, pick in zip(where, picks):
-        flat[position] = candidates[pick]
+    flat[where] = candidates[picks].astype(flat.dtype)
 
 
 def _ulp_neighbours(values: np.ndarray, direction: int) -> np.ndarray:
@@ -372,17 +370,22 @@ def _make_rows_distinct(values: np.ndarray, et: ElementType, rng: np.random.Gene
                         style: str) -> None:
     """Redraw rows (devices) that equal an earlier row, a few times, where the type allows it."""
     rows = values.shape[0]
-    if rows < 2 or values[0].size == 0:
+    if rows < 2 or values[0].size == 0 or distinct_rows(values) == rows:
         return
-    for f in range(1, rows):
+    seen: set[bytes] = set()
+    for f in range(rows):
         for _ in range(8):
-            if not any(_rows_equal(values[f], values[g]) for g in range(f)):
+            if values[f].tobytes() not in seen:
                 break
             values[f] = _draw(et, values.shape[1:], rng, style)
+        seen.add(values[f].tobytes())
 
 
-def _rows_equal(a: np.ndarray, b: np.ndarray) -> bool:
-    return a.tobytes() == b.tobytes()
+def distinct_rows(values: np.ndarray) -> int:
+    """How many different rows (by their bytes) ``values`` has."""
+    flat = np.ascontiguousarray(values).reshape(values.shape[0], -1)
+    return len(np.unique(flat.view(np.dtype((np.void, flat.dtype.itemsize * flat.shape[1]))),
+                         axis=0))
 
 
 def describe_style(style: str) -> str:

@@ -27,7 +27,7 @@ from neuron_sim.topology import Topology
 from verify.compare import format_array
 from verify.checks import VALUE_MISMATCH
 from verify.result import Counterexample, Status, TopologyVerdict, VerificationResult
-from verify.inputs import describe_style
+from verify.inputs import describe_style, distinct_rows
 
 RULE = "-" * 40
 
@@ -83,9 +83,7 @@ def format_inputs(module: HloModule, inputs: Sequence[Any], *, limit_devices: in
             leaf = np.asarray(leaf)
             tag = f" leaf {j}" if len(leaves) > 1 else ""
             rows = leaf.shape[0] if leaf.ndim else 0
-            if rows and all(np.array_equal(leaf[0], leaf[f], equal_nan=False)
-                            if leaf.dtype.kind not in "fc" else
-                            leaf[0].tobytes() == leaf[f].tobytes() for f in range(rows)):
+            if rows and (leaf[0].size == 0 or distinct_rows(leaf) == 1):
                 lines.append(f"{indent}  every device{tag}: {format_array(leaf[0])}")
                 continue
             for f in range(min(rows, limit_devices)):
