@@ -6,7 +6,7 @@ them; and when a scalar computation (a reduction, a comparator, a scatter combin
 elementwise, one row per element (``devices`` is None). Ops are vectorized over the rows, and
 values identical on every row are held once (``interpreter.values``).
 
-Collectives go through ``self.transport`` (``interpreter.backends``), so a backend that runs
+Collectives go through ``self.transport`` (``interpreter.transport``), so a backend that runs
 devices in several processes reuses this evaluator and the ops and swaps only the transport.
 """
 
@@ -22,6 +22,7 @@ from neuron_sim.topology import Topology
 
 from interpreter.errors import ExecutionError, InterpreterError, Unimplemented
 from interpreter.ops import REGISTRY
+from interpreter.transport import Transport
 from interpreter.values import (TOKEN, PerDevice, Replicated, TupleValue, Value, batched,
                                 numpy_dtype)
 
@@ -103,8 +104,8 @@ _Plan = list[tuple[HloInstruction, tuple[HloInstruction, ...], tuple[HloInstruct
 class Evaluator:
     """Executes computations of one module on one topology through one transport."""
 
-    def __init__(self, module: HloModule, topology: Topology, transport, seed: int | None = None
-                 ) -> None:
+    def __init__(self, module: HloModule, topology: Topology, transport: Transport,
+                 seed: int | None = None) -> None:
         self.module = module
         self.topology = topology
         self.transport = transport

@@ -49,9 +49,9 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
 # Key ``arg{i}`` holds entry parameter i, shaped ``[D, *param_shape]`` (one array per device,
 # stacked by flattened id) or ``param_shape`` (the same on every device); a tuple parameter i
 # is held leaf by leaf, key ``arg{i}.{j}`` for leaf j of its flattened leaves. Key ``out{j}``
-# holds the j-th leaf of the flattened result, shaped ``[D, *shape]``. numpy has no bf16 or f8 dtypes:
-# such arrays are stored as raw bytes (void ``|V2`` / ``|V1``) and read back by the element type
-# of the parameter they belong to.
+# holds the j-th leaf of the flattened result, shaped ``[D, *shape]``. numpy has no bf16 or f8
+# dtypes: such arrays are stored as raw bytes (void ``|V2`` / ``|V1``) and read back by the
+# element type of the parameter they belong to.
 
 def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
     """Every array of an npz file by key (no pickles)."""

@@ -86,7 +86,8 @@ class MpiTransport:
             # Both sides must move the data the same way; a disagreement is a mismatch, not a hang.
             fingerprint = Fingerprint((*fingerprint.fields,
                                        ("transport", "native" if native else "exact")))
-        arrival = Arrival(self.rank, fingerprint, call.label or call.kind.spelling, tuple(call.active))
+        arrival = Arrival(self.rank, fingerprint, call.label or call.kind.spelling,
+                          tuple(call.active))
         involved = set().union(*call.touching_groups(call.active)) if call.groups else set()
         if call.kind is Opcode.COLLECTIVE_PERMUTE:
             involved |= {d for pair in call.pairs for d in pair if
