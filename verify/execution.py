@@ -44,16 +44,13 @@ def default_runner(backend: str = "local") -> Runner:
     return runner
 
 
-class Failure(str, enum.Enum):
+class Failure(enum.Enum):
     """How an execution failed, as the checks distinguish it."""
 
     COLLECTIVE_MISMATCH = "collective mismatch"
     UNSUPPORTED = "unsupported"
     TIMEOUT = "timeout"
     EXECUTION = "execution"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 class ExecutionTimeout(Exception):
