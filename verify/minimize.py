@@ -192,46 +192,39 @@ def _narrow_root(j: int) -> Edit:
     return edit
 
 
-def _bypass(name: str, i: int) -> Edit:
+def _substitute(name: str,
+                replacement: Callable[[HloModule, HloInstruction], HloInstruction | None]
+                ) -> Edit:
+    """Replace instruction ``name`` (where it may be edited) by ``replacement(module, inst)``
+    in each module; None from ``replacement`` means the edit does not apply."""
     def edit(before: HloModule, after: HloModule | None) -> bool:
         modules = _shared(before, after, name)
         if not modules:
             return False
         for module in modules:
             inst = _entry_named(module, name)
-            _replace(module, inst, inst.operand(i))
+            new = replacement(module, inst)
+            if new is None:
+                return False
+            _replace(module, inst, new)
         return True
     return edit
+
+
+def _bypass(name: str, i: int) -> Edit:
+    return _substitute(name, lambda module, inst: inst.operand(i))
 
 
 def _to_parameter(name: str) -> Edit:
-    def edit(before: HloModule, after: HloModule | None) -> bool:
-        modules = _shared(before, after, name)
-        if not modules:
-            return False
-        shape = _entry_named(before, name).shape
-        if shape.is_tuple or shape.is_token:
-            return False
-        params = {id(m): _new_parameter(m, shape) for m in [before] + ([after] if after else [])}
-        for module in modules:
-            _replace(module, _entry_named(module, name), params[id(module)])
-        return True
-    return edit
+    def parameter(module: HloModule, inst: HloInstruction) -> HloInstruction | None:
+        if inst.shape.is_tuple or inst.shape.is_token:
+            return None
+        return _new_parameter(module, inst.shape)
+    return _substitute(name, parameter)
 
 
 def _to_zeros(name: str) -> Edit:
-    def edit(before: HloModule, after: HloModule | None) -> bool:
-        modules = _shared(before, after, name)
-        if not modules:
-            return False
-        for module in modules:
-            inst = _entry_named(module, name)
-            const = _zero_constant(module, inst)
-            if const is None:
-                return False
-            _replace(module, inst, const)
-        return True
-    return edit
+    return _substitute(name, _zero_constant)
 
 
 def _drop_parameter(number: int) -> Edit:
