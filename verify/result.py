@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
-
 import numpy as np
 
 from neuron_sim.hlo.ir import HloModule
 from neuron_sim.topology import Topology
+from passes.contracts import EXACT, Contract
 from verify.inputs import DEFAULT_TRIALS, InputValue
 
 
@@ -145,7 +144,7 @@ class VerificationResult:
     topologies: list[Topology]
     error_line: str | None = None
     detail: str = ""
-    contract: Any = "exact"                     # a passes.contracts.Contract
+    contract: Contract = EXACT
     trials: int = DEFAULT_TRIALS
     seed: int = 0
     timeout: float | None = None
