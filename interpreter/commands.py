@@ -24,7 +24,7 @@ from neuron_sim.commands import (EXIT_OK, EXIT_PROBLEM, UsageError, add_json_arg
                                  add_topology_arguments, module_and_topology,
                                  print_json)
 from neuron_sim.hlo import HloModule
-from neuron_sim.io import output_arrays, read_npz, write_npz
+from neuron_sim.io import output_arrays, read_inputs, write_npz
 from neuron_sim.topology import Topology
 
 from interpreter.arguments import needs_inputs
@@ -67,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     module, topology = module_and_topology(args)
-    inputs = _read_inputs(args.inputs) if args.inputs else None
+    inputs = read_inputs(args.inputs) if args.inputs else None
     if inputs is None and args.seed is None and needs_inputs(module):
         raise UsageError(f"{args.module}: the entry computation has parameters; give "
                          "--inputs IN.npz or --seed S to draw them")
@@ -91,14 +91,6 @@ def run_command(args: argparse.Namespace) -> int:
             {"instructions_executed": result.instructions_executed,
              "device_instructions": result.device_instructions})
     return EXIT_OK
-
-
-def _read_inputs(path: str) -> dict[str, np.ndarray]:
-    """The ``arg{i}`` arrays of an npz file; ``out{j}`` keys (a previous run's outputs, as in
-    the JAX corpus files) are ignored, any other key is reported by the input check."""
-    arrays = read_npz(path)
-    return {key: value for key, value in arrays.items()
-            if not (key.startswith("out") and key[3:].isdigit())}
 
 
 def _is_replicated(value) -> bool:

@@ -15,6 +15,13 @@ from typing import IO, Any, Callable, Iterator, Mapping, Sequence, Union
 
 import numpy as np
 
+from neuron_sim.errors import UserError
+
+
+
+class ArgumentError(UserError):
+    """Inputs that do not fit the entry parameters (one sentence naming the parameter)."""
+
 
 def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], None]) -> None:
     """Call ``write`` on a temporary file next to ``path``, then rename it to ``path``."""
@@ -59,6 +66,14 @@ def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
         return {key: data[key] for key in data.files}
 
 
+def read_inputs(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """The input arrays of an npz file, for ``fit_arguments``: ``out{j}`` keys (a previous
+    run's outputs, as in the JAX corpus files) are left out; any other key is the fitter's to
+    judge."""
+    return {key: value for key, value in read_npz(path).items()
+            if not (key.startswith("out") and key[3:].isdigit())}
+
+
 def storable(array: np.ndarray) -> np.ndarray:
     """``array`` as numpy can save it: ml_dtypes arrays (bf16, f8, int4) as raw void bytes."""
     array = np.asarray(array)
@@ -95,7 +110,7 @@ def fit_arguments(arrays: Mapping[str, Any] | Sequence[Any], parameter_shapes: S
     leaves; each leaf is fitted like an array parameter on its own. Tokens need no input.
 
     The result mirrors the shapes: an array, None for a token, a tuple for a tuple parameter.
-    Raises ValueError naming the parameter (and leaf) for anything that does not fit;
+    Raises ArgumentError naming the parameter (and leaf) for anything that does not fit;
     ``source`` (a file name) prefixes the message.
     """
     prefix = f"{source}: " if source else ""
@@ -105,7 +120,7 @@ def fit_arguments(arrays: Mapping[str, Any] | Sequence[Any], parameter_shapes: S
     else:
         by_index = list(arrays)
         if len(by_index) != count:
-            raise ValueError(f"{prefix}{len(by_index)} input arrays given but the entry "
+            raise ArgumentError(f"{prefix}{len(by_index)} input arrays given but the entry "
                              f"computation has {count} parameter{'s' * (count != 1)}")
     return [_fit(value, shape, i, itertools.count() if shape.is_tuple else None, num_devices,
                  prefix)
@@ -130,7 +145,7 @@ def _inputs_by_index(arrays: Mapping[str, Any], parameter_shapes: Sequence[Any],
         keys = f"keys arg0..arg{count - 1}" if count > 1 else "key arg0" if count else "no keys"
         if any(leaf_counts):
             keys += "; tuple parameter i as arg{i}.{j}, one key per leaf j"
-        raise ValueError(f"{prefix}unexpected key '{extra[0]}': the entry computation has "
+        raise ArgumentError(f"{prefix}unexpected key '{extra[0]}': the entry computation has "
                          f"{count} parameter{'s' * (count != 1)} ({keys})")
     by_index = []
     for i, shape in enumerate(parameter_shapes):
@@ -139,7 +154,7 @@ def _inputs_by_index(arrays: Mapping[str, Any], parameter_shapes: Sequence[Any],
             by_index.append(arrays.get(f"arg{i}"))
             continue
         if f"arg{i}" in arrays:
-            raise ValueError(f"{prefix}{_parameter_name(i, shape)} is given both as arg{i} and "
+            raise ArgumentError(f"{prefix}{_parameter_name(i, shape)} is given both as arg{i} and "
                              f"as leaf keys arg{i}.{{j}}; give one of the two")
         by_index.append(_nest(shape, iter([arrays.get(key) for key in leaf_keys])))
     return by_index
@@ -160,13 +175,13 @@ def _fit(value: Any, shape: Any, i: int, leaf_numbers: Iterator[int] | None, num
         if value is None and not any(leaf.is_array for leaf in shape.leaves()):
             value = (None,) * len(shape.elements)
         if value is None:
-            raise ValueError(f"{prefix}no input for {what}")
+            raise ArgumentError(f"{prefix}no input for {what}")
         if not isinstance(value, (list, tuple)):
-            raise ValueError(f"{prefix}{what} is a tuple: give a sequence of "
+            raise ArgumentError(f"{prefix}{what} is a tuple: give a sequence of "
                              f"{len(shape.elements)} inputs, one per element (or the npz keys "
                              f"arg{i}.{{j}}, one per leaf)")
         if len(value) != len(shape.elements):
-            raise ValueError(f"{prefix}{what} is a tuple of {len(shape.elements)} elements but "
+            raise ArgumentError(f"{prefix}{what} is a tuple of {len(shape.elements)} elements but "
                              f"{len(value)} inputs were given for it")
         return tuple(_fit(v, element, i, leaf_numbers, num_devices, prefix)
                      for element, v in zip(shape.elements, value))
@@ -175,22 +190,22 @@ def _fit(value: Any, shape: Any, i: int, leaf_numbers: Iterator[int] | None, num
         return None
     what = _parameter_name(i, shape, leaf)
     if value is None:
-        raise ValueError(f"{prefix}no input array for {what}")
+        raise ArgumentError(f"{prefix}no input array for {what}")
     dtype = shape.element_type.numpy_dtype
     if not isinstance(value, np.ndarray):
         try:
             value = np.asarray(value, dtype=dtype)
         except (TypeError, ValueError, OverflowError) as exc:
-            raise ValueError(f"{prefix}{what} cannot be converted: {exc}") from None
+            raise ArgumentError(f"{prefix}{what} cannot be converted: {exc}") from None
     if value.dtype != dtype:
         if value.dtype.kind == "V" and value.dtype.itemsize == dtype.itemsize:
             value = value.view(dtype)
         else:
-            raise ValueError(f"{prefix}{what} has dtype {value.dtype}, expected "
+            raise ArgumentError(f"{prefix}{what} has dtype {value.dtype}, expected "
                              f"{shape.element_type.spelling} ({dtype})")
     dims = tuple(shape.dims)
     if value.shape != dims and value.shape != (num_devices, *dims):
-        raise ValueError(f"{prefix}{what} has shape {list(value.shape)}; expected "
+        raise ArgumentError(f"{prefix}{what} has shape {list(value.shape)}; expected "
                          f"{list(dims)} (same on every device) or "
                          f"{[num_devices, *dims]} (one per device)")
     return value

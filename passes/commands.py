@@ -1,11 +1,17 @@
 """Subcommands of the pass framework: ``opt`` (like XLA's hlo-opt) and ``passes``.
 
-    neuron-sim opt MODULE.hlo --passes a,b [-o OUT.hlo] [--json] [--explain]
+    neuron-sim opt MODULE.hlo --passes a,b [--pass-option NAME=VALUE ...] [topology options]
+                   [-o OUT.hlo] [--json] [--explain]
     neuron-sim passes [--json]
 
 ``opt`` prints the rewritten module in XLA syntax on stdout (or writes it atomically with
-``-o``) and one line per rewrite on stderr. Errors (unknown pass, unreadable module, a pass
-that fails) are ValueErrors: the CLI prints them as one sentence and exits with code 2.
+``-o``) and one line per rewrite on stderr. The passes run with a ``PassContext``: the topology
+of the topology options (default: the module header's) and the ``--pass-option`` values. Errors
+(unknown pass or option, unreadable module, a pass that fails) are user errors: the CLI prints
+them as one sentence and exits with code 2.
+
+``add_pass_arguments`` / ``passes_from_args`` are the one spelling of ``--passes`` and
+``--pass-option`` for every command that runs passes (``opt``, ``verify``).
 """
 
 from __future__ import annotations
@@ -13,10 +19,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from neuron_sim.commands import EXIT_OK, UsageError, add_json_argument, load_module, print_json
+from neuron_sim.commands import (EXIT_OK, UsageError, add_json_argument, add_topology_arguments,
+                                 module_and_topology, print_json)
 from neuron_sim.hlo import HloModule
 from neuron_sim.io import atomic_write_text
-from passes.base import HloPass
+from passes.base import HloPass, resolve_pass_options
+from passes.context import PassContext
+from passes.options import parse_pass_option_args
 from passes.pipeline import PassPipeline
 from passes.registry import get_pass, list_passes
 
@@ -28,6 +37,24 @@ def parse_pass_list(text: str) -> list[HloPass]:
         raise UsageError(f"--passes {text!r} has an empty pass name; give a comma-separated list "
                          "such as --passes aws_neuron_delete_permute,dce")
     return [get_pass(name) for name in names]
+
+
+def add_pass_arguments(parser: argparse.ArgumentParser, *, required: bool) -> None:
+    """``--passes a,b`` and the repeatable ``--pass-option NAME=VALUE``."""
+    parser.add_argument("--passes", required=required, metavar="a,b",
+                        help="registry keys or class names; see `neuron-sim passes`")
+    parser.add_argument("--pass-option", action="append", default=[], metavar="NAME=VALUE",
+                        help="an option of the passes (repeatable): NAME for every pass that "
+                             "declares it, or KEY.NAME for one pass; see docs/passes.md")
+
+
+def passes_from_args(args: argparse.Namespace) -> tuple[list[HloPass], dict[str, str]]:
+    """The passes of ``--passes`` and the options of ``--pass-option``, checked against what
+    the passes declare (an unknown option or a bad value is a user error, exit 2)."""
+    hlo_passes = parse_pass_list(args.passes)
+    options = parse_pass_option_args(args.pass_option)
+    resolve_pass_options(hlo_passes, options)
+    return hlo_passes, options
 
 
 def explain_lines(pipeline_passes: list[HloPass], module: HloModule) -> list[str]:
@@ -60,11 +87,11 @@ def explain_lines(pipeline_passes: list[HloPass], module: HloModule) -> list[str
 
 
 def _opt(args: argparse.Namespace) -> int:
-    pipeline_passes = parse_pass_list(args.passes)
-    module = load_module(args.module)
+    pipeline_passes, options = passes_from_args(args)
+    module, topology = module_and_topology(args)
     explanations = explain_lines(pipeline_passes, module) if args.explain else []
     pipeline = PassPipeline(pipeline_passes, name="opt")
-    changed = pipeline.run(module)
+    changed = pipeline.run(module, PassContext(topology=topology, options=options))
     text = module.to_text()
     if args.output:
         atomic_write_text(args.output, text)
@@ -92,7 +119,7 @@ def _opt(args: argparse.Namespace) -> int:
             print(f"{hlo_pass.name}: {line}", file=sys.stderr)
     if args.output:
         print(f"wrote {args.output}", file=sys.stderr)
-    return 0
+    return EXIT_OK
 
 
 def _passes(args: argparse.Namespace) -> int:
@@ -105,7 +132,7 @@ def _passes(args: argparse.Namespace) -> int:
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
-    return 0
+    return EXIT_OK
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -115,8 +142,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "if one fails the module is unchanged and the command exits with 2), print "
                     "the rewritten module in XLA syntax and one line per rewrite on stderr.")
     opt.add_argument("module", metavar="MODULE.hlo")
-    opt.add_argument("--passes", required=True, metavar="a,b",
-                     help="registry keys or class names; see `neuron-sim passes`")
+    add_pass_arguments(opt, required=True)
+    add_topology_arguments(opt)
     opt.add_argument("-o", "--output", metavar="OUT.hlo",
                      help="write the module here (atomically) instead of stdout")
     add_json_argument(opt, help="machine-readable report on stdout (module text under 'text')")

@@ -15,13 +15,13 @@ import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
-
 from neuron_sim.commands import (UsageError, add_json_argument, add_seed_argument,
                                  add_timeout_argument, add_topology_arguments, load_module,
                                  print_json, topology_from_args)
 from neuron_sim.hlo.ir import HloModule
+from neuron_sim.io import fit_arguments, read_inputs
 from neuron_sim.topology import Topology
+from passes.commands import add_pass_arguments, passes_from_args
 from verify.execution import DEFAULT_TIMEOUT
 from verify.inputs import DEFAULT_TRIALS
 
@@ -36,29 +36,6 @@ def topologies_from_args(args: argparse.Namespace, module: HloModule) -> list[To
         if topology not in topologies:
             topologies.append(topology)
     return topologies
-
-
-def load_inputs(path: str, module: HloModule) -> list:
-    """``arg{i}`` (or ``arg{i}.{j}`` per leaf of a tuple parameter) from an npz file."""
-    with np.load(path, allow_pickle=False) as data:
-        arrays = {key: data[key] for key in data.files}
-    inputs = []
-    for param in module.entry.parameters:
-        i = param.parameter_number
-        if param.shape.is_tuple:
-            leaves = len(list(param.shape.leaves()))
-            keys = [f"arg{i}.{j}" for j in range(leaves)]
-            missing = [k for k in keys if k not in arrays]
-            if missing:
-                raise ValueError(f"{path} has no {missing[0]} for parameter {i} (%{param.name})")
-            inputs.append(tuple(arrays[k] for k in keys))
-        elif param.shape.is_token:
-            inputs.append(None)
-        else:
-            if f"arg{i}" not in arrays:
-                raise ValueError(f"{path} has no arg{i} for parameter {i} (%{param.name})")
-            inputs.append(arrays[f"arg{i}"])
-    return inputs
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -77,13 +54,17 @@ def _verify(args: argparse.Namespace) -> int:
         raise UsageError("give --passes a,b to rewrite MODULE.hlo, or a second module AFTER.hlo "
                          "to compare with")
     topologies = topologies_from_args(args, before)
-    inputs = load_inputs(args.inputs, before) if args.inputs else None
+    inputs = read_inputs(args.inputs) if args.inputs else None
+    if inputs is not None:  # judged once here, so that the error names the file
+        shapes = [p.shape for p in before.entry.parameters]
+        for topology in topologies:
+            fit_arguments(inputs, shapes, topology.num_devices, source=args.inputs)
     options = dict(trials=args.trials, seed=args.seed, inputs=inputs, backend=args.backend,
                    minimize=not args.no_minimize, name=args.modules[0],
                    timeout=args.timeout if args.timeout > 0 else None)
     if args.passes:
-        from passes.commands import parse_pass_list
-        result = check_pass(before, parse_pass_list(args.passes), topologies, **options)
+        hlo_passes, pass_options = passes_from_args(args)
+        result = check_pass(before, hlo_passes, topologies, pass_options=pass_options, **options)
     else:
         after = load_module(args.modules[1])
         result = check_modules(before, after, topologies, contract=args.contract, **options)
@@ -119,8 +100,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "or ERROR. Exit code 0 all correct, 1 unsound, 2 bad input or no verdict.")
     verify.add_argument("modules", nargs="+", metavar="MODULE.hlo",
                         help="MODULE.hlo with --passes, or BEFORE.hlo AFTER.hlo")
-    verify.add_argument("--passes", metavar="a,b",
-                        help="registry keys or class names; see `neuron-sim passes`")
+    add_pass_arguments(verify, required=False)
     add_topology_arguments(verify)
     verify.add_argument("--topology", action="append", metavar="RxP",
                         help="also verify on this topology (repeatable), e.g. --topology 2x2")

@@ -103,3 +103,58 @@ def test_usage_errors_are_one_line_when_run_as_a_module(tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip() == ("neuron-sim: error: --output-per-rank needs --backend mpi "
                                      "and -o OUT.npz")
+
+
+# --- the scaffold: whose fault an error is -------------------------------------------------
+
+
+def _raising(exc: BaseException):
+    def check_module(module, topology):
+        raise exc
+    return check_module
+
+
+def test_a_bare_value_error_is_our_bug_not_the_users(capsys, monkeypatch):
+    """A ValueError that no UserError class marks is an internal error: exit 2, the exception
+    named, and the pointer to --debug (never passed off as the user's mistake)."""
+    import neuron_sim.check_command
+
+    monkeypatch.setattr(neuron_sim.check_command, "check_module", _raising(ValueError("boom")))
+    assert main(["check", str(EXAMPLES / "ar_ds_single_group_sorted.hlo")]) == 2
+    err = capsys.readouterr().err
+    assert err == ("neuron-sim: internal error: ValueError: boom "
+                   "(rerun with --debug for the traceback)\n")
+
+
+def test_a_user_error_is_one_sentence(capsys, monkeypatch):
+    import neuron_sim.check_command
+    from neuron_sim.errors import UserError
+
+    monkeypatch.setattr(neuron_sim.check_command, "check_module",
+                        _raising(UserError("m.hlo: %x is wrong")))
+    assert main(["check", str(EXAMPLES / "ar_ds_single_group_sorted.hlo")]) == 2
+    assert capsys.readouterr().err == "neuron-sim: error: m.hlo: %x is wrong\n"
+
+
+def test_debug_shows_the_traceback_of_an_internal_error(capsys, monkeypatch):
+    import neuron_sim.check_command
+
+    monkeypatch.setattr(neuron_sim.check_command, "check_module", _raising(KeyError("k")))
+    assert main(["--debug", "check", str(EXAMPLES / "ar_ds_single_group_sorted.hlo")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "internal error: KeyError" in err
+
+
+@pytest.mark.parametrize("error_class", [
+    "neuron_sim.hlo.parser.HloParseError", "neuron_sim.hlo.checker.HloCheckError",
+    "neuron_sim.topology.TopologyError", "neuron_sim.hlo.replica_groups.ReplicaGroupError",
+    "neuron_sim.io.ArgumentError", "interpreter.errors.InputError", "passes.base.PassError",
+    "passes.base.UnknownPassError", "passes.options.UnknownPassOptionError",
+])
+def test_the_errors_a_user_can_cause_are_user_errors(error_class):
+    import importlib
+
+    from neuron_sim.errors import UserError
+
+    module, name = error_class.rsplit(".", 1)
+    assert issubclass(getattr(importlib.import_module(module), name), UserError)
