@@ -19,10 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from neuron_sim.commands import (EXIT_OK, EXIT_PROBLEM, UsageError, add_json_argument,
-                                 add_seed_argument, add_timeout_argument,
-                                 add_topology_arguments, module_and_topology,
-                                 print_json)
+from neuron_sim.commands import (EXIT_OK, EXIT_PROBLEM, UsageError, add_command,
+                                 add_json_argument, add_seed_argument, add_timeout_argument,
+                                 module_and_topology, print_json)
 from neuron_sim.hlo import HloModule
 from neuron_sim.io import output_arrays, read_inputs, write_npz
 from neuron_sim.topology import Topology
@@ -33,13 +32,12 @@ MAX_TABLE_DEVICES = 64
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "run", help="execute a module on every simulated device",
+    parser = add_command(
+        subparsers, "run", handler=run_command,
+        help="execute a module on every simulated device",
         description="Execute MODULE.hlo on every device of the topology (replica_count x "
                     "num_partitions, default from the module header) with XLA's collective "
                     "semantics, and print or save every device's outputs.")
-    parser.add_argument("module", metavar="MODULE.hlo")
-    add_topology_arguments(parser)
     data = parser.add_argument_group("inputs and outputs")
     data.add_argument("--inputs", metavar="IN.npz",
                       help="arg{i} for entry parameter i, shaped [D, *shape] (per device) or "
@@ -62,7 +60,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          help="mpi only: end the run after S seconds (default 600; 0 disables)")
     backend.add_argument("--output-per-rank", action="store_true",
                          help="mpi only: rank k writes OUT.rank{k}.npz with its own devices")
-    parser.set_defaults(handler=run_command)
 
 
 def run_command(args: argparse.Namespace) -> int:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from neuron_sim.commands import (EXIT_OK, add_json_argument, add_topology_arguments,
-                                 module_and_topology, print_json)
+from neuron_sim.commands import (EXIT_OK, add_command, add_json_argument, module_and_topology,
+                                 print_json)
 from neuron_sim.hlo import HloModule
 from neuron_sim.hlo.checker import check_module
 from neuron_sim.topology import Topology, group_mode, participant_groups
@@ -80,11 +80,9 @@ def _short_groups(groups: list[list[int]], limit: int = 8) -> str:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    check = subparsers.add_parser(
-        "check", help="parse and verify a module; summarize its collectives",
+    check = add_command(
+        subparsers, "check", handler=_check,
+        help="parse and verify a module; summarize its collectives",
         description="Parse MODULE.hlo, verify shapes and replica groups (XLA's rules), and print "
                     "its computations, instructions and collectives with their group modes.")
-    check.add_argument("module", metavar="MODULE.hlo")
-    add_topology_arguments(check)
     add_json_argument(check)
-    check.set_defaults(handler=_check)

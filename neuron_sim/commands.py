@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import Any, Callable
 
 from neuron_sim.errors import UsageError, UserError
 from neuron_sim.hlo import HloModule, parse_module_file
@@ -29,14 +29,31 @@ EXIT_INTERRUPTED = 130
 
 __all__ = [
     "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PROBLEM", "EXIT_USAGE", "UsageError", "UserError",
-    "add_json_argument", "add_seed_argument", "add_timeout_argument", "add_topology_arguments",
+    "add_command", "add_json_argument", "add_seed_argument", "add_timeout_argument",
+    "add_topologies_argument", "add_topology_arguments",
     "error_message", "is_user_error", "load_module", "module_and_topology", "print_json",
-    "topology_from_args",
+    "topologies_from_args", "topology_from_args",
 ]
 
 
 # --------------------------------------------------------------------------------------------
-# Shared flag groups.
+# Registering a command, and the shared flag groups.
+
+
+def add_command(subparsers: argparse._SubParsersAction, name: str, *, help: str,
+                description: str, handler: Callable[[argparse.Namespace], int],
+                module: str | None = "MODULE.hlo", module_nargs: str | None = None,
+                topology: bool = True, epilog: str | None = None) -> argparse.ArgumentParser:
+    """A subcommand: its parser with the positional module (``module=None``: none) and the
+    topology options (``topology=False``: none), run by ``handler(args) -> exit code``."""
+    parser = subparsers.add_parser(name, help=help, description=description, epilog=epilog)
+    if module is not None:
+        parser.add_argument("module", metavar=module, nargs=module_nargs)
+    if topology:
+        add_topology_arguments(parser)
+    parser.set_defaults(handler=handler)
+    return parser
+
 
 
 def add_json_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup,
@@ -55,6 +72,11 @@ def add_topology_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--device-assignment", metavar="'{{0,1},{2,3}}'",
                        help="R x P physical device ids, row r = replica r "
                             "(default: XLA's partition-major assignment)")
+
+
+def add_topologies_argument(parser: argparse.ArgumentParser, *, help: str) -> None:
+    """``--topology RxP`` (repeatable): more topologies beside the topology options' one."""
+    parser.add_argument("--topology", action="append", metavar="RxP", help=help)
 
 
 def add_seed_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *,
@@ -92,6 +114,18 @@ def module_and_topology(args: argparse.Namespace) -> tuple[HloModule, Topology]:
     """``args.module`` parsed, and the topology of the topology options for it."""
     module = load_module(args.module)
     return module, topology_from_args(args, module)
+
+
+def topologies_from_args(args: argparse.Namespace, module: HloModule) -> list[Topology]:
+    """``--replicas/--partitions/--device-assignment`` (one topology, default the header's) plus
+    every ``--topology RxP``; with only ``--topology`` options, just those."""
+    explicit = args.replicas is not None or args.partitions is not None or args.device_assignment
+    extra = [Topology.parse(text) for text in args.topology or []]
+    topologies = [topology_from_args(args, module)] if explicit or not extra else []
+    for topology in extra:
+        if topology not in topologies:
+            topologies.append(topology)
+    return topologies
 
 
 def print_json(data: Any, *, indent: int = 2) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from neuron_sim.commands import (EXIT_OK, UsageError, add_json_argument, add_topology_arguments,
+from neuron_sim.commands import (EXIT_OK, UsageError, add_command, add_json_argument,
                                  module_and_topology, print_json)
 from neuron_sim.hlo import HloModule
 from neuron_sim.io import atomic_write_text
@@ -136,26 +136,24 @@ def _passes(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    opt = subparsers.add_parser(
-        "opt", help="run passes on a module and print the result (like XLA's hlo-opt)",
+    opt = add_command(
+        subparsers, "opt", handler=_opt,
+        help="run passes on a module and print the result (like XLA's hlo-opt)",
         description="Parse MODULE.hlo, run the comma-separated passes in order (all or nothing: "
                     "if one fails the module is unchanged and the command exits with 2), print "
                     "the rewritten module in XLA syntax and one line per rewrite on stderr.")
-    opt.add_argument("module", metavar="MODULE.hlo")
     add_pass_arguments(opt, required=True)
-    add_topology_arguments(opt)
     opt.add_argument("-o", "--output", metavar="OUT.hlo",
                      help="write the module here (atomically) instead of stdout")
     add_json_argument(opt, help="machine-readable report on stdout (module text under 'text')")
     opt.add_argument("--explain", action="store_true",
                      help="say, for each candidate of an explaining matcher, which check "
                           "rejected it")
-    opt.set_defaults(handler=_opt)
 
-    listing = subparsers.add_parser(
-        "passes", help="list every pass: key, class, seed status, contract",
+    listing = add_command(
+        subparsers, "passes", handler=_passes, module=None, topology=False,
+        help="list every pass: key, class, seed status, contract",
         description="List every registered pass with its registry key, class, how faithfully "
                     "it follows its seed (faithful / our reading / inferred) and its "
                     "verification contract (exact / refinement / changes-results).")
     add_json_argument(listing, help="machine-readable list (adds seed section and summary)")
-    listing.set_defaults(handler=_passes)

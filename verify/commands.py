@@ -15,27 +15,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from neuron_sim.commands import (UsageError, add_json_argument, add_seed_argument,
-                                 add_timeout_argument, add_topology_arguments, load_module,
-                                 print_json, topology_from_args)
-from neuron_sim.hlo.ir import HloModule
+from neuron_sim.commands import (UsageError, add_command, add_json_argument, add_seed_argument,
+                                 add_timeout_argument, load_module,
+                                 add_topologies_argument, print_json, topologies_from_args)
 from neuron_sim.io import fit_arguments, read_inputs
-from neuron_sim.topology import Topology
 from passes.commands import add_pass_arguments, passes_from_args
 from verify.execution import DEFAULT_TIMEOUT
 from verify.inputs import DEFAULT_TRIALS
-
-
-def topologies_from_args(args: argparse.Namespace, module: HloModule) -> list[Topology]:
-    """``--replicas/--partitions/--device-assignment`` (one topology, default the header's) plus
-    every ``--topology RxP``; with only ``--topology`` options, just those."""
-    explicit = args.replicas is not None or args.partitions is not None or args.device_assignment
-    extra = [Topology.parse(text) for text in args.topology or []]
-    topologies = [topology_from_args(args, module)] if explicit or not extra else []
-    for topology in extra:
-        if topology not in topologies:
-            topologies.append(topology)
-    return topologies
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -91,9 +77,9 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    verify = subparsers.add_parser(
-        "verify", help="check that a rewrite preserves the program on every device "
-                       "(like alive-tv)",
+    verify = add_command(
+        subparsers, "verify", handler=_verify, module=None,
+        help="check that a rewrite preserves the program on every device (like alive-tv)",
         description="Run MODULE.hlo before and after --passes (or BEFORE.hlo against AFTER.hlo) "
                     "on every device of each topology, with inputs drawn to find bugs, and "
                     "report CORRECT, UNSOUND (with a minimized counterexample), FAILED_TO_PROVE "
@@ -101,9 +87,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     verify.add_argument("modules", nargs="+", metavar="MODULE.hlo",
                         help="MODULE.hlo with --passes, or BEFORE.hlo AFTER.hlo")
     add_pass_arguments(verify, required=False)
-    add_topology_arguments(verify)
-    verify.add_argument("--topology", action="append", metavar="RxP",
-                        help="also verify on this topology (repeatable), e.g. --topology 2x2")
+    add_topologies_argument(verify, help="also verify on this topology (repeatable), e.g. "
+                                         "--topology 2x2")
     verify.add_argument("--trials", type=int, default=DEFAULT_TRIALS, metavar="N",
                         help=f"input sets per topology (default {DEFAULT_TRIALS}, one of each "
                              "style: distinct per device with ties, exactly representable, the "
@@ -126,10 +111,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="write before.hlo, after.hlo, inputs.npz, report.json and "
                              "reproduce.sh here")
     add_json_argument(verify, help="machine-readable report")
-    verify.set_defaults(handler=_verify)
 
-    demo = subparsers.add_parser(
-        "demo", help="a short tour: the seed passes on the bundled examples, and the verdicts",
+    demo = add_command(
+        subparsers, "demo", handler=_demo, module=None, topology=False,
+        help="a short tour: the seed passes on the bundled examples, and the verdicts",
         description="Verify the seed passes on the six bundled examples (sorted and unsorted "
                     "single-group fold, contiguous and strided multiple-groups fold, "
                     "DeletePermute on singleton and real groups) and explain each verdict. Exit "
@@ -137,4 +122,3 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     demo.add_argument("--trials", type=int, default=DEFAULT_TRIALS, metavar="N",
                       help=argparse.SUPPRESS)
     add_seed_argument(demo, default=0, help=argparse.SUPPRESS)
-    demo.set_defaults(handler=_demo)

@@ -19,8 +19,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from neuron_sim.commands import (EXIT_OK, EXIT_PROBLEM, UsageError, add_json_argument,
-                                 add_topology_arguments, module_and_topology, print_json)
+from neuron_sim.commands import (EXIT_OK, EXIT_PROBLEM, UsageError, add_command,
+                                 add_json_argument, module_and_topology, print_json)
 
 EXIT_PROVEN = EXIT_OK
 EXIT_REFUTED = EXIT_PROBLEM
@@ -28,8 +28,9 @@ EXIT_FAILED_TO_PROVE = 3
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    prove = subparsers.add_parser(
-        "prove", help="prove with z3 that all-reduce + dynamic-slice folds are sound",
+    prove = add_command(
+        subparsers, "prove", handler=run_prove, module_nargs="?",
+        help="prove with z3 that all-reduce + dynamic-slice folds are sound",
         description="Prove, for every all-reduce + dynamic-slice pair of MODULE.hlo, that "
                     "folding it into a reduce-scatter is sound on every device (or give the "
                     "device that reads the wrong shard), and say whether the seed matchers "
@@ -37,8 +38,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "matcher's constant pools for symbolic group count, width and shard.",
         epilog="exit codes: 0 proven, 1 refuted (with a witness device), 2 bad usage or "
                "input, 3 FAILED_TO_PROVE")
-    prove.add_argument("module", metavar="MODULE.hlo", nargs="?")
-    add_topology_arguments(prove)
     prove.add_argument("--pools", action="store_true",
                        help="the constant-pool theorems instead of a module")
     prove.add_argument("--max-devices", type=int, default=4096, metavar="N",
@@ -46,7 +45,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     prove.add_argument("--no-replay", action="store_true",
                        help="--pools: do not replay refutations through the interpreter")
     add_json_argument(prove)
-    prove.set_defaults(handler=run_prove)
 
 
 def run_prove(args: argparse.Namespace) -> int:
