@@ -37,7 +37,7 @@ import numpy as np
 
 from neuron_sim.hlo.checker import HloCheckError, check_module
 from neuron_sim.hlo.dtypes import ElementType
-from neuron_sim.hlo.ir import HloInstruction, HloModule
+from neuron_sim.hlo.ir import HloInstruction, HloModule, dependencies
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.topology import Topology
 from passes.contracts import Contract
@@ -248,26 +248,10 @@ def leaf_producer(module: HloModule, leaf: int) -> HloInstruction:
     return node
 
 
-def _reachable(start: HloInstruction, *, into_calls: bool = False) -> set[HloInstruction]:
-    """``start`` and every instruction it depends on (through called computations too)."""
-    seen: set[HloInstruction] = set()
-    stack = [start]
-    while stack:
-        inst = stack.pop()
-        if inst in seen:
-            continue
-        seen.add(inst)
-        stack.extend(inst.operands)
-        if into_calls:
-            for called in inst.called_computations:
-                stack.extend(called.instructions)
-    return seen
-
-
 def path_to(module: HloModule, leaf: int | None, limit: int = 12) -> list[str]:
     """The entry instructions an output leaf depends on, operands first (the last ``limit``)."""
     root = module.entry.root if leaf is None else leaf_producer(module, leaf)
-    needed = _reachable(root)
+    needed = dependencies(root)
     lines = [inst.to_text() for inst in module.entry.instructions if inst in needed]
     if len(lines) > limit:
         lines = [f"... ({len(lines) - limit} more)"] + lines[-limit:]
@@ -278,7 +262,7 @@ def leaf_has_reordering_reduction(module: HloModule, leaf: int) -> bool:
     """Does output leaf ``leaf`` depend on a reduction whose order is free (in the entry or in a
     computation called on the way)?"""
     return any(inst.opcode in REORDERING_OPCODES
-               for inst in _reachable(leaf_producer(module, leaf), into_calls=True))
+               for inst in dependencies(leaf_producer(module, leaf), into_calls=True))
 
 
 # --------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from interpreter.errors import CollectiveMismatchError, Unimplemented
 from neuron_sim.hlo.ir import HloModule
 from neuron_sim.hlo.literals import ElidedLiteralError
 from neuron_sim.topology import Topology
+from verify.inputs import input_arrays
 
 DEFAULT_TIMEOUT = 30.0      # seconds one execution of the source may take
 TARGET_SLOWDOWN = 20.0      # the target may take this many times the source's time
@@ -39,7 +40,8 @@ UNSUPPORTED_ERRORS = (Unimplemented, ElidedLiteralError, NotImplementedError)
 def default_runner(backend: str = "local") -> Runner:
     """``interpreter.run`` on ``backend`` ("local" or "mpi")."""
     def runner(module: HloModule, inputs: list, topology: Topology, seed: int) -> list:
-        return list(interpreter.run(module, inputs, topology=topology, backend=backend, seed=seed))
+        return list(interpreter.run(module, input_arrays(inputs), topology=topology,
+                                    backend=backend, seed=seed))
 
     return runner
 

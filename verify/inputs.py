@@ -398,10 +398,11 @@ def describe_style(style: str) -> str:
     }[style]
 
 
-def given_inputs(module: HloModule, inputs: Sequence[Any], topology: Topology) -> list[InputValue]:
-    """User inputs (one value per parameter, shaped like it or ``[D, *shape]``) as per-device
-    stacks, checked by ``neuron_sim.io.fit_arguments``; ValueError names a parameter that does
-    not fit."""
+def given_inputs(module: HloModule, inputs: Any, topology: Topology) -> list[InputValue]:
+    """User inputs (one value per parameter, shaped like it or ``[D, *shape]``, or an npz-style
+    mapping) as per-device stacks, checked by ``neuron_sim.io.fit_arguments``; ArgumentError
+    names a parameter that does not fit. A tuple parameter's value is the flat tuple of its
+    leaves, numbered as the npz keys ``arg{i}.{j}`` number them."""
     params = module.entry.parameters
     fitted = fit_arguments(inputs, [p.shape for p in params], topology.num_devices)
     return [_stacked(value, param.shape, topology.num_devices)
@@ -409,16 +410,41 @@ def given_inputs(module: HloModule, inputs: Sequence[Any], topology: Topology) -
 
 
 def _stacked(value: Any, shape: Shape, num_devices: int) -> InputValue:
-    """``value`` broadcast to ``[num_devices, *shape]`` if it is shaped like one device's."""
+    """``value`` broadcast to ``[num_devices, *shape]`` if it is shaped like one device's; a
+    (nested) tuple as the flat tuple of its leaves."""
+    if shape.is_tuple:
+        return tuple(_stacked_leaf(v, leaf, num_devices)
+                     for v, leaf in zip(_leaves_of(value), shape.leaves()))
+    return _stacked_leaf(value, shape, num_devices)
+
+
+def _leaves_of(value: Any) -> list[Any]:
+    if isinstance(value, tuple):
+        return [leaf for element in value for leaf in _leaves_of(element)]
+    return [value]
+
+
+def _stacked_leaf(value: Any, shape: Shape, num_devices: int) -> Any:
     if value is None:
         return None
-    if isinstance(value, tuple):
-        return tuple(_stacked(v, element, num_devices)
-                     for v, element in zip(value, shape.elements))
     dims = tuple(shape.dims)
     if value.shape == dims:
         return np.broadcast_to(value, (num_devices, *dims)).copy()
     return value
+
+
+def input_arrays(inputs: Sequence[Any]) -> dict[str, np.ndarray]:
+    """The npz keys: ``arg{i}`` per parameter (``arg{i}.{j}`` per leaf of a tuple one); token
+    parameters have none."""
+    arrays: dict[str, np.ndarray] = {}
+    for i, value in enumerate(inputs):
+        if isinstance(value, tuple):
+            for j, leaf in enumerate(value):
+                if leaf is not None:
+                    arrays[f"arg{i}.{j}"] = np.asarray(leaf)
+        elif value is not None:
+            arrays[f"arg{i}"] = np.asarray(value)
+    return arrays
 
 
 def input_signature(module: HloModule) -> list[Shape]:

@@ -27,7 +27,7 @@ from neuron_sim.topology import Topology
 from verify.compare import format_array
 from verify.checks import VALUE_MISMATCH
 from verify.result import Counterexample, Status, TopologyVerdict, VerificationResult
-from verify.inputs import describe_style, distinct_rows
+from verify.inputs import describe_style, distinct_rows, input_arrays
 
 RULE = "-" * 40
 
@@ -246,20 +246,6 @@ def result_json(result: VerificationResult, *, include_modules: bool = False) ->
 
 # --------------------------------------------------------------------------------------------
 # The counterexample directory.
-
-
-def input_arrays(inputs: Sequence[Any]) -> dict[str, np.ndarray]:
-    """The npz keys: ``arg{i}`` per parameter (``arg{i}.{j}`` per leaf of a tuple one); token
-    parameters have none."""
-    arrays: dict[str, np.ndarray] = {}
-    for i, value in enumerate(inputs):
-        if isinstance(value, tuple):
-            for j, leaf in enumerate(value):
-                if leaf is not None:
-                    arrays[f"arg{i}.{j}"] = np.asarray(leaf)
-        elif value is not None:
-            arrays[f"arg{i}"] = np.asarray(value)
-    return arrays
 
 
 def inputs_npz_bytes(inputs: Sequence[Any]) -> bytes:

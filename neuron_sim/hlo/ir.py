@@ -506,6 +506,23 @@ class HloModule:
 # Text: the IR owns its printing, so the parser's inverse lives next to the types it prints.
 
 
+def dependencies(*roots: HloInstruction, into_calls: bool = False) -> set[HloInstruction]:
+    """``roots`` and every instruction they depend on through operands — the one operand walk
+    (``into_calls``: also every instruction of the computations called on the way)."""
+    seen: set[HloInstruction] = set()
+    stack = list(roots)
+    while stack:
+        inst = stack.pop()
+        if inst in seen:
+            continue
+        seen.add(inst)
+        stack.extend(inst.operands)
+        if into_calls:
+            for called in inst.called_computations:
+                stack.extend(called.instructions)
+    return seen
+
+
 def print_header(module: HloModule) -> str:
     """The ``HloModule name, key=value, ...`` line."""
     parts = [f"HloModule {module.name}"]

@@ -152,3 +152,32 @@ def test_verify_json_shows_every_topologys_verdict(tmp_path, capsys):
         ("1x4", "CORRECT", None), ("2x2", "UNSOUND", VALUE_MISMATCH)]
     assert rows[1]["counterexample"]["topology"] == "2x2"
     assert rows[0]["compared"] > 0 and rows[0]["changed"] is True
+
+
+NESTED = Path(__file__).resolve().parents[1] / "data" / "verify" / "modules" / \
+    "nested_tuple_parameter.hlo"
+
+
+def test_a_nested_tuple_parameter_is_drawn_run_and_compared():
+    """Parameter 0 is ((f32[2], s32[]), f32[3]): three leaves, held flat as arg0.0, arg0.1 and
+    arg0.2 (the npz numbering) and nested again by the fitter before the interpreter runs. dce
+    removes %dead only, so every one of the 7 default input sets compares equal."""
+    module = parse_module(NESTED.read_text())
+    result = check_pass(module, "dce", "1x2")
+    assert result.status is Status.CORRECT
+    assert result.compared == 7
+
+
+def test_given_nested_tuple_inputs_are_held_as_the_flat_leaves():
+    module = parse_module(NESTED.read_text())
+    seen = []
+
+    def run(module, inputs, topology, seed):
+        seen.append(inputs)
+        return [inputs[0][0] * 2]
+
+    a, n, b = np.array([1, 2], np.float32), np.array(3, np.int32), np.zeros(3, np.float32)
+    result = check_modules(module, module.clone(), "1x2", inputs=[((a, n), b)], runner=run)
+    assert result.status is Status.CORRECT
+    leaves = seen[0][0]
+    assert [leaf.shape for leaf in leaves] == [(2, 2), (2,), (2, 3)]
