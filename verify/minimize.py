@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from neuron_sim.hlo.builder import make_instruction
 from neuron_sim.hlo.ir import HloInstruction, HloModule
 from neuron_sim.hlo.literals import Literal
 from neuron_sim.hlo.opcodes import Opcode
@@ -76,8 +77,8 @@ def _drop_layout_header(module: HloModule) -> None:
 def _new_parameter(module: HloModule, shape: Any) -> HloInstruction:
     comp = module.entry
     number = len(comp.parameters)
-    param = HloInstruction(module.unique_name(f"p{number}"), Opcode.PARAMETER, shape,
-                           parameter_number=number)
+    param = make_instruction(comp, Opcode.PARAMETER, shape=shape,
+                             name=module.unique_name(f"p{number}"), parameter_number=number)
     comp.add_before(param, comp.instructions[0])
     _drop_layout_header(module)
     return param
@@ -100,7 +101,8 @@ def _zero_constant(module: HloModule, inst: HloInstruction) -> HloInstruction | 
     except (TypeError, ValueError, AttributeError):
         return None
     literal = Literal.from_array(shape, np.zeros(shape.dims, dtype=dtype))
-    const = HloInstruction(module.unique_name("zero"), Opcode.CONSTANT, shape, literal=literal)
+    const = make_instruction(module.entry, Opcode.CONSTANT, shape=shape,
+                             name=module.unique_name("zero"), literal=literal)
     module.entry.add_before(const, inst)
     return const
 

@@ -117,19 +117,22 @@ def _module_topology(module: HloModule | None) -> Topology:
 
 def make_instruction(computation: HloComputation, opcode: Opcode, operands: Operands = (), *,
                      shape: ShapeLike | None = None, name: str | None = None,
-                     check: bool = True, **attributes: Any) -> HloInstruction:
+                     check: bool = True, literal: Literal | None = None,
+                     parameter_number: int | None = None, **attributes: Any) -> HloInstruction:
     """A new instruction for ``computation`` (not added yet), its shape inferred on the
     topology of the module header. A given ``shape`` is kept as is, layout included (a pass
     copying an existing shape keeps the module's style); ``check=False`` skips comparing it
     with the inferred one: for a seed pass that copies a shape without verifying it, which is
-    what the verifier must expose."""
+    what the verifier must expose. A parameter takes its ``parameter_number``, a constant its
+    ``literal``."""
     for operand in operands:
         if operand.parent is not computation:
             raise HloError(f"%{operand.name} is not in computation {computation.name}")
     declared = parse_shape(shape) if isinstance(shape, str) else shape
     return new_instruction(opcode, operands, name=name or opcode.spelling,
                            topology=_module_topology(computation.parent), shape=declared,
-                           computation=computation.name, check=check, attributes=attributes)
+                           computation=computation.name, check=check, literal=literal,
+                           parameter_number=parameter_number, attributes=attributes)
 
 
 class ComputationBuilder:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from neuron_sim.hlo.builder import make_instruction
 from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.replica_groups import ReplicaGroups
@@ -92,10 +93,8 @@ def reduce_scatter_for(all_reduce: HloInstruction, ds: HloInstruction, slice_dim
         attrs["use_global_device_ids"] = True
     attrs["dimensions"] = (slice_dim,)
     attrs["to_apply"] = all_reduce.to_apply
-    rs = HloInstruction("reduce-scatter", Opcode.REDUCE_SCATTER, ds.shape,
-                        [all_reduce.operand(0)])
-    rs.attrs = attrs
-    return rs
+    return make_instruction(all_reduce.parent, Opcode.REDUCE_SCATTER, [all_reduce.operand(0)],
+                            shape=ds.shape, name="reduce-scatter", **attrs)
 
 
 def _fold(pair: ArDsPair, module: HloModule) -> str | None:
@@ -117,8 +116,9 @@ def _fold(pair: ArDsPair, module: HloModule) -> str | None:
         return describe_reduce_scatter(ds, rs) + f" (replacing fusion %{fusion.name})"
     # The slice feeds more of the fusion: pass the reduce-scatter in as a new parameter.
     outer.add_before(rs, fusion)
-    parameter = HloInstruction(f"{ds.name}.reduce_scatter", Opcode.PARAMETER, ds.shape,
-                               parameter_number=len(fusion.operands))
+    parameter = make_instruction(fused, Opcode.PARAMETER, shape=ds.shape,
+                                 name=f"{ds.name}.reduce_scatter",
+                                 parameter_number=len(fusion.operands))
     fused.add_before(parameter, ds)
     fusion.append_operand(rs)
     fused.replace_instruction(ds, parameter)
