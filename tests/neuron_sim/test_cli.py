@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -158,3 +159,20 @@ def test_the_errors_a_user_can_cause_are_user_errors(error_class):
 
     module, name = error_class.rsplit(".", 1)
     assert issubclass(getattr(importlib.import_module(module), name), UserError)
+
+
+def test_the_readme_documents_exactly_the_commands_the_cli_has():
+    """Every subcommand has a `### `neuron-sim NAME ...`` section (or is named in one's title),
+    and every section title names a command that exists."""
+    import re
+
+    from neuron_sim.cli import build_parser
+
+    parser = build_parser()
+    commands = set(next(a for a in parser._actions
+                        if isinstance(a, argparse._SubParsersAction)).choices)
+    titles = [line for line in (ROOT / "README.md").read_text().splitlines()
+              if line.startswith("### ")]
+    documented = {name for title in titles
+                  for name in re.findall(r"`(?:mpiexec -n W )?neuron-sim ([a-z-]+)", title)}
+    assert documented == commands
