@@ -25,6 +25,7 @@ import ml_dtypes
 import numpy as np
 
 from neuron_sim.arrays import equal_mask, is_float
+from neuron_sim.errors import UserError
 
 Predicate = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -131,7 +132,7 @@ def contract_of(value: Contract | str) -> Contract:
         return value
     contract = _BY_NAME.get(str(value))
     if contract is None:
-        raise ValueError(f"unknown contract {value!r}; contracts are {', '.join(_BY_NAME)}")
+        raise UserError(f"unknown contract {value!r}; contracts are {', '.join(_BY_NAME)}")
     return contract
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
+from neuron_sim.errors import UserError
 from neuron_sim.hlo.ir import HloModule
 from neuron_sim.topology import Topology
 from passes import (Contract, HloPass, PassContext, PassPipeline, contract_of, get_pass,
@@ -40,7 +41,7 @@ def normalize_topologies(topologies: Topologies, module: HloModule) -> list[Topo
         if topology not in result:
             result.append(topology)
     if not result:
-        raise ValueError("no topology to verify on")
+        raise UserError("no topology to verify on")
     return result
 
 
@@ -195,7 +196,7 @@ def pass_list(passes: Any) -> list[HloPass]:
     if isinstance(passes, str):
         names = [n.strip() for n in passes.split(",")]
         if not passes.strip() or not all(names):
-            raise ValueError(f"pass list {passes!r} has an empty pass name")
+            raise UserError(f"pass list {passes!r} has an empty pass name")
         return [get_pass(n) for n in names]
     return [get_pass(p) if isinstance(p, str) else p for p in passes]
 

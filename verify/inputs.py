@@ -38,6 +38,7 @@ from typing import Any, Sequence
 import ml_dtypes
 import numpy as np
 
+from neuron_sim.errors import UserError
 from neuron_sim.hlo.attributes import Raw
 from neuron_sim.hlo.dtypes import ElementType, Kind
 from neuron_sim.hlo.ir import HloInstruction, HloModule
@@ -138,7 +139,7 @@ def leaf_values(shape: ArrayShape, num_devices: int, rng: np.random.Generator, s
     et = shape.element_type
     dims = tuple(shape.dims)
     if et.kind in (Kind.TOKEN, Kind.OPAQUE):
-        raise ValueError(f"cannot generate values for a {et.spelling} parameter")
+        raise UserError(f"cannot generate values for a {et.spelling} parameter")
     rows = 1 if replicated else num_devices
     base = _draw(et, (rows, *dims), rng, style)
     if style == "constants" and dictionary and et.kind in (Kind.SIGNED, Kind.UNSIGNED, Kind.FLOAT):

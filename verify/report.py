@@ -21,6 +21,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from neuron_sim.errors import UserError
 from neuron_sim.hlo.ir import HloModule
 from neuron_sim.io import atomic_write_bytes, atomic_write_text
 from neuron_sim.topology import Topology
@@ -341,7 +342,7 @@ def read_pair_file(path: str | Path) -> tuple[HloModule, HloModule, dict[str, st
     starts = [i for i, line in enumerate(text.splitlines(keepends=True))
               if line.startswith("HloModule")]
     if len(starts) != 2:
-        raise ValueError(f"{path}: a pair file holds exactly two modules, found {len(starts)}")
+        raise UserError(f"{path}: a pair file holds exactly two modules, found {len(starts)}")
     lines = text.splitlines(keepends=True)
     before_text = "".join(lines[starts[0]:starts[1]])
     after_text = "".join(lines[starts[1]:])
