@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Callable
 
 from neuron_sim.hlo.checks.core import Context, Invalid, RuleTable, fmt
-from neuron_sim.hlo.checks.helpers import COMPLEX_COMPONENT, COMPLEX_OF, array_shape
+from neuron_sim.hlo.checks.helpers import (COMPLEX_COMPONENT, COMPLEX_OF, array_shape,
+                                           require_scalar_or_dims)
 from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import ArrayShape, Shape
@@ -130,9 +131,7 @@ def _select(ctx: Context) -> Shape:
     if not on_true.compatible(on_false):
         raise Invalid(f"select's branches have different shapes: {fmt(on_true)} and "
                       f"{fmt(on_false)}")
-    if pred.rank != 0 and pred.dims != on_true.dims:
-        raise Invalid(f"select's predicate {fmt(pred)} is neither a scalar nor of the "
-                      f"branches' dimensions {fmt(on_true)}")
+    require_scalar_or_dims("select's predicate", pred, on_true, "branches'")
     return array_shape(on_true.element_type, on_true.dims)
 
 
@@ -144,9 +143,7 @@ def _clamp(ctx: Context) -> Shape:
         if bound.element_type is not x.element_type:
             raise Invalid(f"clamp {name} {fmt(bound)} has a different element type from the "
                           f"operand {fmt(x)}")
-        if bound.rank != 0 and bound.dims != x.dims:
-            raise Invalid(f"clamp {name} {fmt(bound)} is neither a scalar nor of the "
-                          f"operand's dimensions {fmt(x)}")
+        require_scalar_or_dims(f"clamp {name}", bound, x, "operand's")
     return array_shape(x.element_type, x.dims)
 
 

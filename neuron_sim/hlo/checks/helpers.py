@@ -46,6 +46,13 @@ def require_same_dims(shapes: Sequence[ArrayShape], what: str) -> None:
                           f"different dimensions")
 
 
+def require_scalar_or_dims(what: str, shape: ArrayShape, of: ArrayShape, whose: str) -> None:
+    """``shape`` is a scalar or has ``of``'s dims (select's predicate, clamp's bounds)."""
+    if shape.rank != 0 and shape.dims != of.dims:
+        raise Invalid(f"{what} {fmt(shape)} is neither a scalar nor of the {whose} dimensions "
+                      f"{fmt(of)}")
+
+
 def is_scalar_array(shape: Shape) -> bool:
     """A rank-0 array (not a token, not a tuple)."""
     return isinstance(shape, ArrayShape) and shape.is_array and shape.rank == 0
