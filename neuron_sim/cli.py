@@ -6,6 +6,13 @@ below in help order; the scaffold they share (exit codes, errors, flag groups) i
 ``neuron_sim.commands``. This file wires them up and turns errors into exit codes: a user's
 mistake (``neuron_sim.errors.UserError``, an unreadable file) is one sentence with exit code 2;
 anything else is an internal error with a pointer to ``--debug``, which shows the traceback.
+``--debug`` is accepted before or after the command (``neuron-sim --debug run M`` and
+``neuron-sim run --debug M`` mean the same).
+
+Started by an MPI launcher (``mpiexec -n W``, W > 1), only ``run --backend mpi`` makes sense:
+any other command would repeat the whole simulation in every process, so it is refused with a
+usage error. Under a launcher an error is printed once, by rank 0 (every rank meets the same
+error before the run; during an MPI run the ranks agree on one).
 
 Exit codes: 0 success, 1 the check found a problem, 2 bad usage or bad input, 130 interrupted.
 """
@@ -13,9 +20,10 @@ Exit codes: 0 success, 1 the check found a problem, 2 bad usage or bad input, 13
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import interpreter.commands
 import neuron_sim.check_command
@@ -30,10 +38,21 @@ from neuron_sim.commands import (EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageErr
 COMMAND_MODULES = (neuron_sim.check_command, interpreter.commands, passes.commands,
                    verify.commands, verify.symbolic.commands)
 
+# What MPI launchers put in each process's environment: the process count (MPICH and Intel
+# MPI's hydra, Open MPI, MVAPICH; MPI_LOCALNRANKS is hydra's count on this host) and the rank.
+LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE",
+                           "MPI_LOCALNRANKS")
+LAUNCHER_RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK",
+                           "PMIX_RANK", "MPI_LOCALRANKID")
+
+DEBUG_HELP = "show Python tracebacks instead of one-line errors"
+
 
 class _ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse's own usage errors: exit code 2
-        self.print_usage(sys.stderr)
+        launch = mpi_launch()
+        if launch is None or launch[0] == 0:
+            self.print_usage(sys.stderr)
         raise UsageError(message)
 
 
@@ -42,39 +61,79 @@ def build_parser() -> argparse.ArgumentParser:
         prog="neuron-sim",
         description="Simulate HLO modules on every device and verify the passes that rewrite them.")
     parser.add_argument("--version", action="version", version=f"neuron-sim {__version__}")
-    parser.add_argument("--debug", action="store_true",
-                        help="show Python tracebacks instead of one-line errors")
+    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND",
                                        parser_class=_ArgumentParser)
     for module in COMMAND_MODULES:
         module.register(subparsers)
+    for command in subparsers.choices.values():
+        # SUPPRESS: a subcommand without the flag keeps the value given before the command.
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                             help=DEBUG_HELP)
     return parser
+
+
+def mpi_launch(environ: Mapping[str, str] | None = None) -> tuple[int, int, str] | None:
+    """``(rank, size, "VARIABLE=value")`` when an MPI launcher started this process as one
+    of several (size > 1), else None."""
+    environ = os.environ if environ is None else environ
+    for name in LAUNCHER_SIZE_VARIABLES:
+        value = environ.get(name, "")
+        if value.isdigit() and int(value) > 1:
+            rank = next((int(environ[r]) for r in LAUNCHER_RANK_VARIABLES
+                         if environ.get(r, "").isdigit()), 0)
+            return rank, int(value), f"{name}={value}"
+    return None
+
+
+def refuse_repeated_simulation(args: argparse.Namespace,
+                               launch: tuple[int, int, str] | None) -> None:
+    """A UsageError when an MPI launcher started several processes for a command that would
+    run the whole simulation in each of them (anything but ``run --backend mpi``)."""
+    if launch is None or (args.command == "run" and getattr(args, "backend", None) == "mpi"):
+        return
+    _, size, variable = launch
+    advice = ("add --backend mpi to share the devices among the processes"
+              if args.command == "run" else f"run `neuron-sim {args.command}` without mpiexec")
+    raise UsageError(f"`{args.command}` was started by an MPI launcher as {size} processes "
+                     f"({variable}), and each would repeat the whole simulation: {advice}")
+
+
+def _print_error(text: str, launch: tuple[int, int, str] | None) -> None:
+    """One write per message (a launcher forwards output by write), from rank 0 only."""
+    if launch is None or launch[0] == 0:
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in argv
+    options = argv[:argv.index("--")] if "--" in argv else argv
+    debug = "--debug" in options  # until parsing succeeds: a usage error may come first
+    launch = mpi_launch()
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
+        debug = args.debug
         if args.command is None:
             parser.print_help()
             return EXIT_USAGE
+        refuse_repeated_simulation(args, launch)
         handler: Callable[[argparse.Namespace], int] = args.handler
         return handler(args)
     except KeyboardInterrupt:
-        print("neuron-sim: interrupted", file=sys.stderr)
+        _print_error("neuron-sim: interrupted", launch)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
     except Exception as exc:  # noqa: BLE001 - the one place errors become exit codes
         if debug:
-            traceback.print_exc()
+            _print_error(traceback.format_exc().rstrip("\n"), launch)
         if is_user_error(exc):
-            print(f"neuron-sim: error: {error_message(exc)}", file=sys.stderr)
+            _print_error(f"neuron-sim: error: {error_message(exc)}", launch)
         else:
-            print(f"neuron-sim: internal error: {type(exc).__name__}: {exc} "
-                  f"(rerun with --debug for the traceback)", file=sys.stderr)
+            _print_error(f"neuron-sim: internal error: {type(exc).__name__}: {exc} "
+                         f"(rerun with --debug for the traceback)", launch)
         return EXIT_USAGE
 
 

@@ -8,15 +8,17 @@ a failed run never leaves a truncated output behind.
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import tempfile
+import zipfile
+import zlib
 from pathlib import Path
 from typing import IO, Any, Callable, Iterator, Mapping, Sequence, Union
 
 import numpy as np
 
 from neuron_sim.errors import UserError
-
 
 
 class ArgumentError(UserError):
@@ -60,10 +62,135 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
 # dtypes: such arrays are stored as raw bytes (void ``|V2`` / ``|V1``) and read back by the
 # element type of the parameter they belong to.
 
-def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """Every array of an npz file by key (no pickles)."""
-    with np.load(path, allow_pickle=False) as data:
-        return {key: data[key] for key in data.files}
+class NpzError(UserError):
+    """An inputs file that is not an npz archive of plain numeric arrays (one sentence naming
+    the file and, where there is one, the array)."""
+
+
+NPY_MAGIC = b"\x93NUMPY"
+ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")  # a member first, or an empty archive
+
+
+def memory_limit() -> int:
+    """Bytes an npz file may hold once loaded: half the machine's physical memory."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
+def read_npz(path: str | os.PathLike, *, max_bytes: int | None = None) -> dict[str, np.ndarray]:
+    """Every array of an npz file by key, after checking it is one (no pickles).
+
+    An npz file is a zip archive of ``.npy`` members. Each member's header (shape and dtype) is
+    read and judged before its data: an object dtype (pickled Python objects) is refused, and
+    so is a header whose shape needs more bytes than the member holds or, summed over the
+    members, more than ``max_bytes`` (default ``memory_limit()``) — so that a bad header is an
+    error naming the array, not a MemoryError. Raises NpzError naming the file (and the array).
+    """
+    limit = memory_limit() if max_bytes is None else max_bytes
+    with open(path, "rb") as handle:
+        head = handle.read(len(NPY_MAGIC))
+    if head.startswith(NPY_MAGIC):
+        raise NpzError(f"{path}: is a .npy file (one array), not an npz archive of arrays; "
+                       "write inputs with numpy.savez(path, arg0=..., arg1=...)")
+    if not head.startswith(ZIP_MAGICS):
+        what = "a text file" if _looks_like_text(path) else "not a zip archive"
+        raise NpzError(f"{path}: is {what}, not an npz archive of arrays (numpy.savez's "
+                       "format)")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = [(info, _member_key(path, info)) for info in archive.infolist()]
+            total = 0
+            for info, key in members:
+                total += _judge_header(path, archive, info, key)
+                if total > limit:
+                    raise NpzError(f"{path}: its arrays need {_size(total)} or more once "
+                                   f"loaded, more than the limit of {_size(limit)}")
+            return {key: _read_member(path, archive, info, key) for info, key in members}
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError,
+            zlib.error, RuntimeError) as exc:
+        raise NpzError(f"{path}: is not a readable npz archive ({_reason(exc)})") from None
+
+
+def _looks_like_text(path: str | os.PathLike) -> bool:
+    with open(path, "rb") as handle:
+        sample = handle.read(4096)
+    try:
+        sample.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start > len(sample) - 4  # only a character cut at the sample's end
+    return b"\0" not in sample
+
+
+def _member_key(path: str | os.PathLike, info: zipfile.ZipInfo) -> str:
+    if not info.filename.endswith(".npy"):
+        raise NpzError(f"{path}: archive member '{info.filename}' is not a numpy array (.npy)")
+    return info.filename[:-len(".npy")]
+
+
+def _array_name(key: str) -> str:
+    """``arg3`` -> ``array 'arg3' (entry parameter 3)``; other keys by name."""
+    stem = key[3:].split(".", 1)
+    if key.startswith("arg") and all(part.isdigit() for part in stem):
+        leaf = f" leaf {stem[1]}" if len(stem) == 2 else ""
+        return f"array '{key}' (entry parameter {stem[0]}{leaf})"
+    return f"array '{key}'"
+
+
+def _header(path: str | os.PathLike, handle: IO[bytes], key: str
+            ) -> tuple[tuple[int, ...], np.dtype]:
+    """The shape and dtype a ``.npy`` member's header declares."""
+    try:
+        version = np.lib.format.read_magic(handle)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(handle)
+        elif version in ((2, 0), (3, 0)):
+            shape, _, dtype = np.lib.format.read_array_header_2_0(handle)
+        else:
+            raise ValueError(f"unknown .npy format version {version}")
+    except (ValueError, SyntaxError, TypeError, EOFError) as exc:
+        raise NpzError(f"{path}: {_array_name(key)} has no valid .npy header "
+                       f"({_reason(exc)})") from None
+    return tuple(shape), dtype
+
+
+def _judge_header(path: str | os.PathLike, archive: zipfile.ZipFile, info: zipfile.ZipInfo,
+                  key: str) -> int:
+    """The bytes member ``key`` needs loaded; NpzError for pickles and impossible shapes."""
+    with archive.open(info) as handle:
+        shape, dtype = _header(path, handle, key)
+        header_bytes = handle.tell()
+    if dtype.hasobject:
+        raise NpzError(f"{path}: {_array_name(key)} holds pickled Python objects (dtype "
+                       f"{dtype}); only numeric arrays are read, never pickles")
+    needed = math.prod(shape) * dtype.itemsize
+    held = info.file_size - header_bytes
+    if needed > held:
+        raise NpzError(f"{path}: {_array_name(key)} claims shape {list(shape)} of {dtype} "
+                       f"({_size(needed)}) but holds only {_size(max(held, 0))}")
+    return needed
+
+
+def _read_member(path: str | os.PathLike, archive: zipfile.ZipFile, info: zipfile.ZipInfo,
+                 key: str) -> np.ndarray:
+    with archive.open(info) as handle:
+        try:
+            return np.lib.format.read_array(handle, allow_pickle=False)
+        except (ValueError, EOFError, OSError) as exc:
+            raise NpzError(f"{path}: {_array_name(key)} cannot be read ({_reason(exc)})"
+                           ) from None
+
+
+def _reason(exc: BaseException) -> str:
+    return str(exc).rstrip(".") or type(exc).__name__
+
+
+def _size(count: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} bytes"
 
 
 def read_inputs(path: str | os.PathLike) -> dict[str, np.ndarray]:

@@ -332,8 +332,7 @@ def test_device_dependent_branch_skipping_a_collective_ends_every_rank(tmp_path,
     assert done.returncode != 0
     assert len(codes) == world_size and all(code == 1 for code in codes), done.stderr
     lines = error_lines(done.stderr)
-    assert len(lines) == world_size, done.stderr
-    assert len(set(lines)) == 1, "every rank prints the same message"
+    assert len(lines) == 1, "rank 0 alone prints the agreed message: " + done.stderr
     message = lines[0]
     assert "collective mismatch" in message and "%ar = f32[4]" in message
     assert "devices 0-1 (rank 0) reached" in message
@@ -436,7 +435,7 @@ def test_cli_process_count_that_does_not_divide_the_devices_is_a_usage_error(tmp
         tmp_path, 3, cli("run", str(hlo), "--backend", "mpi", "--seed", "1"))
     assert codes == [2, 2, 2]
     lines = error_lines(done.stderr)
-    assert len(lines) == 3 and len(set(lines)) == 1
+    assert len(lines) == 1, done.stderr
     assert "3 processes cannot share the 8 devices" in lines[0]
     assert "use one of 1, 2, 4, 8" in lines[0]
 
@@ -453,7 +452,7 @@ def test_cli_error_on_some_ranks_ends_every_rank_with_the_local_message(tmp_path
         tmp_path, 2, cli("run", str(hlo), "--backend", "mpi", "--seed", "1"))
     assert elapsed < 30
     assert codes == [2, 2]
-    assert error_lines(done.stderr) == [expected, expected]
+    assert error_lines(done.stderr) == [expected + " (on MPI rank 0, devices 0-3)"]
 
 
 def test_cli_mismatch_exit_code_is_the_local_backends(tmp_path):

@@ -13,8 +13,8 @@ Python API, for code already running under mpiexec::
     result.outputs        # rank 0: one [D, *shape] array per result leaf; other ranks: None
 
 Every rank raises the same ``MpiRunError`` when the run ends early (collective mismatch, an
-error on some rank, the ``timeout`` watchdog); ``exit_process`` then ends the process the way
-that keeps mpiexec quiet. A module-level ``mpi4py`` import is avoided: importing mpi4py starts
+error on some rank, the ``timeout`` watchdog) and rank 0 alone reports it, so the user reads it
+once; ``exit_process`` then ends the process the way that keeps mpiexec quiet. A module-level ``mpi4py`` import is avoided: importing mpi4py starts
 MPI, which only an MPI run should do.
 """
 
@@ -86,7 +86,8 @@ def run_mpi(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] |
     ``inputs`` and ``seed`` mean what they mean for ``interpreter.run`` (every rank reads or
     draws all devices' inputs and keeps its own rows). Raises ``RankLayoutError`` on every rank
     when W does not divide D. When the run ends early every rank calls ``report`` once with the
-    agreed error, waits until all ranks have reported, and raises it as ``MpiRunError``.
+    agreed error (rank 0 calls ``report`` with it), waits until all ranks got there, and raises
+    it as ``MpiRunError``.
     """
     from mpi4py import MPI
 
@@ -143,9 +144,11 @@ def _wait_for_every_rank(world: Any, timeout: float | None,
     deadline = None if not timeout else time.monotonic() + timeout
     while not request.Test():
         if deadline is not None and time.monotonic() > deadline:
-            report(MpiRunError(f"not every MPI process started the run within {timeout:g} s "
-                               "(--timeout); a process that failed before it (see its error) "
-                               "keeps the others waiting", EXIT_TIMEOUT))
+            if world.Get_rank() == 0:
+                report(MpiRunError(f"not every MPI process started the run within {timeout:g} "
+                                   "s (--timeout); a process that failed before it (a file "
+                                   "missing on its host, say) keeps the others waiting",
+                                   EXIT_TIMEOUT))
             exit_process(EXIT_TIMEOUT, clean=False)
         time.sleep(0.001)
 

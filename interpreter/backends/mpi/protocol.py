@@ -18,7 +18,8 @@ data:
   contributions of all ranks (for a bounded grace period), picks the decisive one by a fixed
   rule and tells the others its decision, which a late rank adopts. Mismatch texts are built
   symmetrically from both sides' arrivals, so the two ranks that see a mismatch write the same
-  sentence. Every rank then prints the same message and exits non-zero.
+  sentence. Every rank then raises the same error and exits non-zero; rank 0 alone prints it
+  (an error seen on one rank names that rank and its devices).
 - **Watchdog.** A timer thread ends the run when it has not finished within ``--timeout``
   seconds, whatever the main thread is doing (an infinite loop computes without ever waiting).
 
@@ -349,8 +350,14 @@ class ControlPlane:
 
     def _decide(self, contributions: dict[int, _Contribution]) -> MpiRunError:
         best = min(contributions.values(), key=_Contribution.key)
-        if best.severity < SEVERITY_TIMEOUT:
+        if best.severity == SEVERITY_MISMATCH:
             return MpiRunError(best.text, best.exit_code)
+        if best.severity == SEVERITY_ERROR:
+            where = ""
+            if self.size > 1:
+                where = (f" (on MPI rank {best.rank}, devices "
+                         f"{format_devices(self.layout.hosted(best.rank))})")
+            return MpiRunError(best.text + where, best.exit_code)
         states = []
         for rank in range(self.size):
             found = contributions.get(rank)
@@ -395,7 +402,7 @@ class ControlPlane:
     # -- leaving -------------------------------------------------------------------------------
     def conclude(self, decision: MpiRunError, report: Callable[[MpiRunError], None], *,
                  from_watchdog: bool = False) -> bool | None:
-        """Report the agreed ``decision`` once per process, then wait for the other ranks.
+        """Report the agreed ``decision`` once, on rank 0, then wait for the other ranks.
 
         Returns True when the process may shut MPI down cleanly (every rank reported and no
         data transfer is pending), False when it must leave with ``os._exit``, and None when
@@ -407,7 +414,8 @@ class ControlPlane:
             self._concluded = True
         if not from_watchdog:
             self.stop_watchdog()
-        report(decision)
+        if self.rank == 0:
+            report(decision)
         everyone = self.exit_barrier()
         return everyone and not self.data_pending
 
