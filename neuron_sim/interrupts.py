@@ -1,0 +1,75 @@
+"""Ctrl-C ends the process within a second, with exit code 130 and no partial output file.
+
+Python turns SIGINT into ``KeyboardInterrupt`` only between bytecodes, so a long native call
+(a z3 check, one big numpy operation) keeps it waiting. z3 is worse: during a check it installs
+its own SIGINT handler, which cancels that one check (it answers ``unknown``, "interrupted from
+keyboard") and swallows the signal, so a loop of checks — ``prove --pools`` — ran to the end
+as if nothing had happened. ``watch_interrupts`` turns z3's handler off and starts a watcher
+thread that Python's own handler wakes (``signal.set_wakeup_fd``): it interrupts z3's running
+check, so the main thread gets its ``KeyboardInterrupt`` at once and unwinds; should the main
+thread still be held in native code after ``grace`` seconds, the watcher removes the temporary
+files of writes in progress (outputs are written atomically, so no output is half written)
+and ends the process with exit code 130.
+
+Only the command line installs it (a process it owns): a library user keeps Python's and z3's
+usual Ctrl-C behaviour.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+
+from neuron_sim.commands import EXIT_INTERRUPTED
+from neuron_sim.outputs import discard_pending_writes
+
+DEFAULT_GRACE = 0.6
+
+_watching = False
+
+
+def watch_interrupts(*, grace: float = DEFAULT_GRACE) -> None:
+    """Make SIGINT end this process within ``grace`` seconds (plus the unwinding), even while
+    native code runs. Call it once, from the main thread, in a process the caller owns."""
+    global _watching
+    if _watching or threading.current_thread() is not threading.main_thread():
+        return
+    _quiet_z3()
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    threading.Thread(target=_watch, args=(read_end, grace), name="interrupt watcher",
+                     daemon=True).start()
+    _watching = True
+
+
+def _quiet_z3() -> None:
+    """z3 leaves SIGINT to Python (the watcher interrupts its checks instead)."""
+    try:
+        import z3
+    except ImportError:
+        return
+    z3.set_param("ctrl_c", False)
+
+
+def _interrupt_z3() -> None:
+    module = sys.modules.get("z3.z3")
+    context = getattr(module, "_main_ctx", None)
+    if context is not None:
+        context.interrupt()
+
+
+def _watch(read_end: int, grace: float) -> None:
+    while True:
+        received = os.read(read_end, 64)
+        if not received:
+            return
+        if signal.SIGINT in received:
+            break
+    _interrupt_z3()
+    threading.Event().wait(grace)  # the main thread ends the process meanwhile, normally
+    discard_pending_writes()
+    os.write(2, b"neuron-sim: interrupted\n")
+    os._exit(EXIT_INTERRUPTED)
