@@ -33,6 +33,7 @@ import verify.symbolic.commands
 from neuron_sim import __version__
 from neuron_sim.commands import (EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError,
                                  error_message, is_user_error)
+from neuron_sim.interrupts import watch_interrupts
 
 # The packages' subcommands, in help order.
 COMMAND_MODULES = (neuron_sim.check_command, interpreter.commands, passes.commands,
@@ -107,6 +108,8 @@ def _print_error(text: str, launch: tuple[int, int, str] | None) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:  # the process is ours: Ctrl-C ends it within a second, even in z3
+        watch_interrupts()
     argv = list(sys.argv[1:] if argv is None else argv)
     options = argv[:argv.index("--")] if "--" in argv else argv
     debug = "--debug" in options  # until parsing succeeds: a usage error may come first

@@ -1,8 +1,9 @@
-"""Files in and out: atomic writes, and the npz format for per-device inputs and outputs.
+"""Files in and out: the npz format for per-device inputs and outputs.
 
-Every file neuron-sim writes goes through ``atomic_write_*``: the data lands in a temporary file
-in the target's directory and is renamed over the target, so a reader never sees half a file and
-a failed run never leaves a truncated output behind.
+Every file neuron-sim writes goes through ``atomic_write_*`` (``neuron_sim.outputs``, which
+holds the output path policy): the data lands in a temporary file in the target's directory and
+is renamed over the target, so a reader never sees half a file and a failed run never leaves a
+truncated output behind.
 """
 
 from __future__ import annotations
@@ -10,46 +11,18 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import tempfile
 import zipfile
 import zlib
-from pathlib import Path
-from typing import IO, Any, Callable, Iterator, Mapping, Sequence, Union
+from typing import IO, Any, Iterator, Mapping, Sequence, Union
 
 import numpy as np
 
 from neuron_sim.errors import UserError
+from neuron_sim.outputs import atomic_write
 
 
 class ArgumentError(UserError):
     """Inputs that do not fit the entry parameters (one sentence naming the parameter)."""
-
-
-def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], None]) -> None:
-    """Call ``write`` on a temporary file next to ``path``, then rename it to ``path``."""
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-
-
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    atomic_write(path, lambda handle: handle.write(text.encode("utf-8")))
-
-
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    atomic_write(path, lambda handle: handle.write(data))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -209,10 +182,12 @@ def storable(array: np.ndarray) -> np.ndarray:
     return array
 
 
-def write_npz(path: str | os.PathLike, arrays: Mapping[str, np.ndarray]) -> None:
-    """Write ``arrays`` to an npz file atomically (ml_dtypes arrays stored as raw bytes)."""
+def write_npz(path: str | os.PathLike, arrays: Mapping[str, np.ndarray], *,
+              exclusive: bool = False) -> None:
+    """Write ``arrays`` to an npz file atomically (ml_dtypes arrays stored as raw bytes);
+    ``exclusive``: never replace a file already at ``path``."""
     stored = {key: storable(value) for key, value in arrays.items()}
-    atomic_write(path, lambda handle: np.savez(handle, **stored))
+    atomic_write(path, lambda handle: np.savez(handle, **stored), exclusive=exclusive)
 
 
 def output_arrays(outputs: list[np.ndarray]) -> dict[str, np.ndarray]:

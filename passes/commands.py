@@ -22,7 +22,7 @@ import sys
 from neuron_sim.commands import (EXIT_OK, UsageError, add_command, add_json_argument,
                                  module_and_topology, print_json)
 from neuron_sim.hlo import HloModule
-from neuron_sim.io import atomic_write_text
+from neuron_sim.outputs import atomic_write_text, check_output_file
 from passes.base import HloPass, resolve_pass_options
 from passes.context import PassContext
 from passes.options import parse_pass_option_args
@@ -87,6 +87,8 @@ def explain_lines(pipeline_passes: list[HloPass], module: HloModule) -> list[str
 
 
 def _opt(args: argparse.Namespace) -> int:
+    if args.output:
+        check_output_file(args.output, [args.module])
     pipeline_passes, options = passes_from_args(args)
     module, topology = module_and_topology(args)
     explanations = explain_lines(pipeline_passes, module) if args.explain else []

@@ -700,7 +700,7 @@ def summarize(verdicts: Sequence[Verdict]) -> dict:
 
 
 def write_mutants(verdicts: Sequence[Verdict], out: Path) -> None:
-    from neuron_sim.io import atomic_write_text
+    from neuron_sim.outputs import atomic_write_text
 
     out.mkdir(parents=True, exist_ok=True)
     for k, v in enumerate(verdicts):

@@ -6,21 +6,30 @@
     neuron-sim demo
 
 Exit codes: 0 every result CORRECT, 1 any UNSOUND, 2 bad usage or input, or no verdict (an
-ERROR — our limitation — or FAILED_TO_PROVE).
+ERROR — our limitation, an execution over ``--max-memory`` included — or FAILED_TO_PROVE).
+While it runs, and only when stderr is a terminal, a status line on stderr shows the execution
+under way and the time spent.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
+from typing import Iterator
 
-from neuron_sim.commands import (UsageError, add_command, add_json_argument, add_seed_argument,
-                                 add_timeout_argument, load_module,
-                                 add_topologies_argument, print_json, topologies_from_args)
+from interpreter.memory import default_memory_limit
+from neuron_sim.commands import (UsageError, add_command, add_json_argument,
+                                 add_max_memory_argument, add_seed_argument,
+                                 add_timeout_argument, add_topologies_argument, load_module,
+                                 print_json, topologies_from_args)
+from neuron_sim.hlo.ir import HloModule
 from neuron_sim.io import fit_arguments, read_inputs
+from neuron_sim.outputs import check_output_directory
 from passes.commands import add_pass_arguments, passes_from_args
-from verify.execution import DEFAULT_TIMEOUT
+from neuron_sim.topology import Topology
+from verify.execution import DEFAULT_TIMEOUT, Runner, default_runner
 from verify.inputs import DEFAULT_TRIALS
 
 
@@ -31,6 +40,8 @@ def _verify(args: argparse.Namespace) -> int:
 
     if args.trials < 1:
         raise UsageError(f"--trials must be at least 1, not {args.trials}")
+    if args.out:
+        check_output_directory(args.out, [*args.modules, args.inputs])
     before = load_module(args.modules[0])
     if len(args.modules) > 2:
         raise UsageError("give one module and --passes, or two modules (BEFORE.hlo AFTER.hlo)")
@@ -45,15 +56,18 @@ def _verify(args: argparse.Namespace) -> int:
         shapes = [p.shape for p in before.entry.parameters]
         for topology in topologies:
             fit_arguments(inputs, shapes, topology.num_devices, source=args.inputs)
-    options = dict(trials=args.trials, seed=args.seed, inputs=inputs, backend=args.backend,
-                   minimize=not args.no_minimize, name=args.modules[0],
-                   timeout=args.timeout if args.timeout > 0 else None)
-    if args.passes:
-        hlo_passes, pass_options = passes_from_args(args)
-        result = check_pass(before, hlo_passes, topologies, pass_options=pass_options, **options)
-    else:
-        after = load_module(args.modules[1])
-        result = check_modules(before, after, topologies, contract=args.contract, **options)
+    max_memory = args.max_memory if args.max_memory is not None else default_memory_limit()
+    with _progress(default_runner(args.backend, max_memory), args.modules[0]) as runner:
+        options = dict(trials=args.trials, seed=args.seed, inputs=inputs, runner=runner,
+                       minimize=not args.no_minimize, name=args.modules[0],
+                       timeout=None if args.timeout == float("inf") else args.timeout)
+        if args.passes:
+            hlo_passes, pass_options = passes_from_args(args)
+            result = check_pass(before, hlo_passes, topologies, pass_options=pass_options,
+                                **options)
+        else:
+            after = load_module(args.modules[1])
+            result = check_modules(before, after, topologies, contract=args.contract, **options)
     files = write_counterexample(result, args.out) if args.out else {}
     if args.json:
         data = result_json(result)
@@ -68,6 +82,32 @@ def _verify(args: argparse.Namespace) -> int:
             print(f"reproduce: sh {files['reproduce']}")
         print(summary_line([result]))
     return exit_code([result])
+
+
+@contextlib.contextmanager
+def _progress(runner: Runner, name: str) -> Iterator[Runner]:
+    """``runner``, showing each execution on a rich status line on stderr while it runs (only
+    when stderr is a terminal: piped and captured output stay as they are)."""
+    if not sys.stderr.isatty():
+        yield runner
+        return
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task(f"{name}: starting", total=None)
+
+        def shown(module: HloModule, inputs: list, topology: Topology, seed: int) -> list:
+            done = progress.tasks[task].completed
+            progress.update(task, description=f"{name}: execution {int(done) + 1} "
+                                              f"({module.name} on topology {topology})")
+            try:
+                return runner(module, inputs, topology, seed)
+            finally:
+                progress.advance(task)
+
+        yield shown
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -101,8 +141,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="comparison for BEFORE/AFTER (with --passes: the passes' contract)")
     add_timeout_argument(verify, default=DEFAULT_TIMEOUT,
                          help=f"time limit of one execution of the source (default "
-                              f"{DEFAULT_TIMEOUT:g}); a source that runs longer is not compared "
-                              "on that input")
+                              f"{DEFAULT_TIMEOUT:g}; inf: none); a source that runs longer is "
+                              "not compared on that input, a target may take the longer of "
+                              "this and 20 times the source's time")
+    add_max_memory_argument(verify, help="an execution whose estimated memory exceeds SIZE, "
+                                         "e.g. 8G, is refused: an ERROR verdict (default: half "
+                                         "of the memory available)")
     verify.add_argument("--backend", default="local", choices=("local", "mpi"),
                         help="interpreter backend (default local)")
     verify.add_argument("--no-minimize", action="store_true",

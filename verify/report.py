@@ -13,7 +13,6 @@ without us: ``before.hlo``, ``after.hlo`` (the minimized pair when there is one)
 
 from __future__ import annotations
 
-import io
 import json
 import shlex
 from pathlib import Path
@@ -23,7 +22,8 @@ import numpy as np
 
 from neuron_sim.errors import UserError
 from neuron_sim.hlo.ir import HloModule
-from neuron_sim.io import atomic_write_bytes, atomic_write_text
+from neuron_sim.io import write_npz
+from neuron_sim.outputs import atomic_write_text, make_output_directory
 from neuron_sim.topology import Topology
 from verify.compare import format_array
 from verify.checks import VALUE_MISMATCH
@@ -249,20 +249,6 @@ def result_json(result: VerificationResult, *, include_modules: bool = False) ->
 # The counterexample directory.
 
 
-def inputs_npz_bytes(inputs: Sequence[Any]) -> bytes:
-    """The npz file's bytes; bf16 / f8 / int4 arrays as raw bytes of their item size (numpy
-    cannot name those dtypes), read back by the parameter's element type."""
-    arrays = {}
-    for key, array in input_arrays(inputs).items():
-        if array.dtype.kind == "V" and type(array.dtype).__module__ != "numpy" or \
-                array.dtype.type.__module__.startswith("ml_dtypes"):
-            array = np.ascontiguousarray(array).view(f"V{array.dtype.itemsize}")
-        arrays[key] = array
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    return buffer.getvalue()
-
-
 def topology_arguments(topology: Topology) -> list[str]:
     args = ["--replicas", str(topology.replica_count), "--partitions", str(topology.num_partitions)]
     if topology.device_assignment is not None:
@@ -286,18 +272,18 @@ def reproduce_command(before_path: str, after_path: str, topology: Topology,
 
 def write_counterexample(result: VerificationResult, out_dir: str | Path) -> dict[str, str]:
     """Write before.hlo, after.hlo, inputs.npz (if inputs), report.json and reproduce.sh into
-    ``out_dir`` (created if needed). Returns {file role: path}."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    ``out_dir``, which must be new or empty (created if needed): every file is created, none
+    replaced (``neuron_sim.outputs``; OutputError otherwise). Returns {file role: path}."""
+    out = make_output_directory(out_dir)
     before, after, cex = result.reported
     written: dict[str, str] = {}
-    atomic_write_text(out / "before.hlo", before.to_text())
-    atomic_write_text(out / "after.hlo", after.to_text())
+    atomic_write_text(out / "before.hlo", before.to_text(), exclusive=True)
+    atomic_write_text(out / "after.hlo", after.to_text(), exclusive=True)
     written["before"] = str(out / "before.hlo")
     written["after"] = str(out / "after.hlo")
     inputs_name = None
     if cex is not None and cex.inputs:
-        atomic_write_bytes(out / "inputs.npz", inputs_npz_bytes(cex.inputs))
+        write_npz(out / "inputs.npz", input_arrays(cex.inputs), exclusive=True)
         written["inputs"] = str(out / "inputs.npz")
         inputs_name = "inputs.npz"
     topology = cex.topology if cex is not None else result.topologies[0]
@@ -307,13 +293,12 @@ def write_counterexample(result: VerificationResult, out_dir: str | Path) -> dic
                                 result.contract)
     script = ("#!/bin/sh\n# Reproduces the verdict: " + (result.error_line or result.status.value)
               + "\ncd \"$(dirname \"$0\")\" && exec " + local + "\n")
-    atomic_write_text(out / "reproduce.sh", script)
-    (out / "reproduce.sh").chmod(0o755)
+    atomic_write_text(out / "reproduce.sh", script, mode=0o777, exclusive=True)
     written["reproduce"] = str(out / "reproduce.sh")
     data = result_json(result, include_modules=False)
     data["reproduce"] = command
     data["files"] = {k: Path(v).name for k, v in written.items()}
-    atomic_write_text(out / "report.json", json.dumps(data, indent=2) + "\n")
+    atomic_write_text(out / "report.json", json.dumps(data, indent=2) + "\n", exclusive=True)
     written["report"] = str(out / "report.json")
     return written
 

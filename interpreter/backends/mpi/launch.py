@@ -30,6 +30,7 @@ import numpy as np
 
 from neuron_sim.hlo import HloModule, parse_module
 from neuron_sim.io import output_arrays, write_npz
+from neuron_sim.outputs import check_output_file
 from neuron_sim.topology import Topology
 
 from interpreter.arguments import prepare_arguments
@@ -43,7 +44,8 @@ from interpreter.transport import collective_groups
 from interpreter.values import leaves, output_rows
 
 __all__ = ["DEFAULT_TIMEOUT", "MODES", "MpiResult", "MpiRunError", "RankLayout",
-           "RankLayoutError", "exit_process", "per_rank_path", "run_mpi", "write_outputs"]
+           "RankLayoutError", "check_per_rank_outputs", "exit_process", "per_rank_path",
+           "run_mpi", "write_outputs"]
 
 DEFAULT_TIMEOUT = 600.0
 
@@ -162,6 +164,17 @@ def per_rank_path(path: str | os.PathLike, rank: int) -> Path:
     path = Path(path)
     suffix = path.suffix or ".npz"
     return path.with_name(f"{path.stem if path.suffix else path.name}.rank{rank}{suffix}")
+
+
+def check_per_rank_outputs(path: str | os.PathLike,
+                           inputs: Sequence[str | os.PathLike | None], *, comm: Any = None) -> None:
+    """Refuse, on every rank alike, ``--output-per-rank`` files of which one would be one of
+    ``inputs`` or cannot be written (``neuron_sim.outputs.check_output_file``)."""
+    from mpi4py import MPI
+
+    world = MPI.COMM_WORLD if comm is None else comm
+    for rank in range(world.Get_size()):
+        check_output_file(per_rank_path(path, rank), inputs)
 
 
 def write_outputs(result: MpiResult, path: str | os.PathLike, *, per_rank: bool = False) -> None:
