@@ -27,8 +27,12 @@ class ElidedLiteralError(LiteralError):
     """The dump printed this constant as {...}: its value is not in the text."""
 
 
-_TOKEN = re.compile(r"\s*(?:(?P<open>[{(])|(?P<close>[})])|(?P<comma>,)|(?P<ellipsis>\.\.\.)"
-                    r"|(?P<atom>[^\s{}(),]+))")
+# One literal token: whitespace and comments are skipped (XLA's lexer), punctuation, '...' (an
+# elided constant) or an atom (a number, true/false, inf, nan...).
+_TOKEN = re.compile(r"(?:\s+|/\*.*?\*/|//[^\n]*)|(?P<punct>[{}(),])|(?P<ellipsis>\.\.\.)"
+                    r"|(?P<atom>(?:[^\s{}(),/.]|\.(?!\.\.)|/(?![*/]))+)|(?P<bad>.)", re.S)
+_ELIDED = ("the constant is printed elided as {...}; its value is not in the text "
+           "(dump with print_large_constants to execute it)")
 
 
 class Literal:
@@ -81,93 +85,159 @@ def _bytes_key(value: np.ndarray) -> tuple:
 
 
 def parse_literal(shape: Shape, text: str) -> Any:
-    """The numpy value of literal ``text`` of ``shape``; LiteralError with an offset if malformed."""
-    tokens = [(m.lastgroup, m.group(m.lastgroup), m.start(m.lastgroup))
-              for m in _TOKEN.finditer(text) if m.lastgroup]
-    consumed = sum(len(m.group(0)) for m in _TOKEN.finditer(text))
-    if consumed != len(text.rstrip()) and text.strip():
-        raise LiteralError("unexpected character in literal", consumed)
-    pos = 0
+    """The numpy value of literal ``text`` of ``shape``; LiteralError with an offset if malformed.
 
-    def fail(message: str) -> LiteralError:
-        offset = tokens[pos][2] if pos < len(tokens) else len(text)
+    One pass over the tokens, without recursion (tuple literals nest as deep as their shape):
+    dense arrays follow XLA's ParseDenseLiteral, counting the elements of every dimension. An
+    array written as one number is that number everywhere (``f32[3,3] constant(1)``).
+    """
+    reader = _LiteralReader(text)
+    value = reader.literal(shape)
+    if reader.pos != len(reader.tokens):
+        raise reader.fail("unexpected text after literal")
+    return value
+
+
+class _LiteralReader:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens: list[tuple[str, str, int]] = []
+        for m in _TOKEN.finditer(text):
+            kind = m.lastgroup
+            if kind == "bad":
+                raise LiteralError("unexpected character in literal", m.start())
+            if kind is not None:
+                self.tokens.append((kind if kind != "punct" else m.group(kind), m.group(kind),
+                                    m.start()))
+        self.pos = 0
+
+    def fail(self, message: str) -> LiteralError:
+        offset = self.tokens[self.pos][2] if self.pos < len(self.tokens) else len(self.text)
         return LiteralError(message, offset)
 
-    def expect(kind: str, value: str | None = None) -> str:
-        nonlocal pos
-        if pos >= len(tokens) or tokens[pos][0] != kind or (value and tokens[pos][1] != value):
-            raise fail(f"expected '{value or kind}' in literal")
-        pos += 1
-        return tokens[pos - 1][1]
+    def peek(self, kind: str) -> bool:
+        return self.pos < len(self.tokens) and self.tokens[self.pos][0] == kind
 
-    def peek(kind: str) -> bool:
-        return pos < len(tokens) and tokens[pos][0] == kind
+    def expect(self, kind: str) -> str:
+        if not self.peek(kind):
+            raise self.fail(f"expected '{kind}' in literal")
+        self.pos += 1
+        return self.tokens[self.pos - 1][1]
 
-    def read_array(shape: ArrayShape, depth: int) -> list:
-        nonlocal pos
-        if any(t[0] == "ellipsis" for t in tokens):
-            raise ElidedLiteralError(
-                "the constant is printed elided as {...}; its value is not in the text "
-                "(dump with print_large_constants to execute it)")
-        if depth == shape.rank:
-            return [read_scalar(shape.element_type)]
-        expect("open", "{")
-        items: list = []
-        while not peek("close"):
-            items.extend(read_array(shape, depth + 1))
-            if peek("comma"):
-                pos += 1
-        expect("close", "}")
-        return items
+    # literal ::= '(' (literal (',' literal)*)? ')' | array      (a tuple literal, by its shape)
+    def literal(self, shape: Shape) -> Any:
+        if not isinstance(shape, TupleShape):
+            return self.array(shape)
+        root: list = []
+        self.expect("(")
+        stack: list[tuple[TupleShape, list]] = [(shape, root)]
+        while stack:
+            tuple_shape, values = stack[-1]
+            if len(values) == len(tuple_shape.elements):
+                self.expect(")")
+                stack.pop()
+                continue
+            if values:
+                self.expect(",")
+            element = tuple_shape.elements[len(values)]
+            if isinstance(element, TupleShape):
+                self.expect("(")
+                child: list = []
+                values.append(child)
+                stack.append((element, child))
+            else:
+                values.append(self.array(element))
+        return root
 
-    def read_scalar(et: ElementType) -> Any:
-        nonlocal pos
+    # array ::= scalar | '{' (array (',' array)*)? '}'      scalar ::= atom | '(' atom ',' atom ')'
+    def array(self, shape: ArrayShape) -> Any:
+        if not shape.is_array:
+            return None
+        et = shape.element_type
+        rank = shape.rank
+        if rank == 0 or not self.peek("{"):
+            if rank == 0 and self.peek("{") and not et.is_complex:
+                # A scalar may be written in braces in some dumps: {1}.
+                self.expect("{")
+                flat = [self.scalar(et)]
+                self.expect("}")
+            else:
+                flat = [self.scalar(et)] * max(shape.element_count, 1)
+            return _to_array(shape, flat)
+        dims = shape.dims
+        seen = [0] * rank
+        level = 0
+        flat = []
+        tokens = self.tokens
+        while True:
+            if self.pos >= len(tokens):
+                raise self.fail("unterminated array literal")
+            kind = tokens[self.pos][0]
+            if kind == "{":
+                level += 1
+                if level > rank:
+                    raise self.fail(f"expects nested array in rank {rank}, but sees larger")
+                if level > 1:
+                    seen[level - 2] += 1
+                    if seen[level - 2] > dims[level - 2]:
+                        raise self.fail(f"expects {dims[level - 2]} elements in dimension "
+                                        f"{level - 2}, but sees more")
+                self.pos += 1
+            elif kind == "}":
+                level -= 1
+                if seen[level] != dims[level]:
+                    raise self.fail(f"expects {dims[level]} elements in dimension {level}, "
+                                    f"but sees {seen[level]}")
+                seen[level] = 0
+                self.pos += 1
+                if level == 0:
+                    break
+            elif kind == ",":
+                self.pos += 1
+            elif kind == "ellipsis":
+                raise ElidedLiteralError(_ELIDED, tokens[self.pos][2])
+            else:
+                if level != rank:
+                    raise self.fail(f"expects nested array in rank {rank}, but sees {level}")
+                seen[rank - 1] += 1
+                if seen[rank - 1] > dims[rank - 1]:
+                    raise self.fail(f"expects {dims[rank - 1]} elements on the minor-most "
+                                    f"dimension, but sees more")
+                flat.append(self.scalar(et))
+        return _to_array(shape, flat)
+
+    def scalar(self, et: ElementType) -> Any:
         if et.is_complex:
-            expect("open", "(")
-            real = read_scalar(ElementType.F64)
-            expect("comma")
-            imag = read_scalar(ElementType.F64)
-            expect("close", ")")
+            self.expect("(")
+            real = self.scalar(ElementType.F64)
+            self.expect(",")
+            imag = self.scalar(ElementType.F64)
+            self.expect(")")
             return complex(real, imag)
-        atom = expect("atom")
+        if self.peek("ellipsis"):
+            raise ElidedLiteralError(_ELIDED, self.tokens[self.pos][2])
+        atom = self.expect("atom")
         try:
             return _scalar_from_text(et, atom)
         except ValueError:
-            pos -= 1
-            raise fail(f"'{atom}' is not a valid {et.spelling} value") from None
+            self.pos -= 1
+            raise self.fail(f"'{atom}' is not a valid {et.spelling} value") from None
 
-    def read(shape: Shape) -> Any:
-        nonlocal pos
-        if isinstance(shape, TupleShape):
-            expect("open", "(")
-            values = []
-            for i, element in enumerate(shape.elements):
-                if i:
-                    expect("comma")
-                values.append(read(element))
-            expect("close", ")")
-            return values
-        if not shape.is_array:
-            return None
-        if shape.rank == 0 and peek("open") and not shape.element_type.is_complex:
-            # A scalar may be written in braces in some dumps: {1}.
-            expect("open", "{")
-            flat = [read_scalar(shape.element_type)]
-            expect("close", "}")
-        else:
-            flat = read_array(shape, 0)
-        if len(flat) != shape.element_count:
-            raise LiteralError(
-                f"literal has {len(flat)} values but {shape} needs {shape.element_count}", 0)
-        dtype = shape.element_type.numpy_dtype
-        if shape.element_type.is_float and dtype.itemsize < 4 or dtype.kind == "V":
-            return np.array(flat, dtype=np.float64).astype(dtype).reshape(shape.dims)
-        return np.array(flat, dtype=dtype).reshape(shape.dims)
 
-    value = read(shape)
-    if pos != len(tokens):
-        raise fail("unexpected text after literal")
-    return value
+def _to_array(shape: ArrayShape, flat: list) -> np.ndarray:
+    """``flat`` as an array of ``shape``; integers outside the element type's range are an
+    error (as in XLA's parser), never wrapped around."""
+    dtype = shape.element_type.numpy_dtype
+    if shape.element_type.is_integral and flat:
+        info = np.iinfo(dtype)
+        low, high = min(flat), max(flat)
+        if low < info.min or high > info.max:
+            bad = low if low < info.min else high
+            raise LiteralError(f"value {bad} is out of range for {shape.element_type.spelling} "
+                               f"[{info.min}, {info.max}]")
+    if shape.element_type.is_float and dtype.itemsize < 4 or dtype.kind == "V":
+        return np.array(flat, dtype=np.float64).astype(dtype).reshape(shape.dims)
+    return np.array(flat, dtype=dtype).reshape(shape.dims)
 
 
 def _scalar_from_text(et: ElementType, atom: str) -> Any:

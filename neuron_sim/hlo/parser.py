@@ -1,4 +1,14 @@
-"""Parser for HLO text as XLA and JAX print it.
+"""Parser for HLO text as XLA and JAX print it, with the grammar XLA's own parser accepts.
+
+As in XLA's lexer, line breaks are whitespace like any other and ``/* */`` and ``//`` comments
+may stand anywhere between tokens, so an attribute value may continue on the next line and
+several instructions may share one. Instructions may omit their result shape where XLA infers
+it (``ROOT t = tuple(a, b)``; the checker's rule infers it, and it prints like any other),
+operands may be nested instructions (``add(maximum(x, y), z)``), the ``HloModule`` header may be
+missing (the module is then named ``module_<entry>``), and any opcode may be written as an async
+wrapper (``call-start``, ``custom-call-done``): it becomes async-start/-update/-done calling a
+computation that wraps the op. Nesting (tuple shapes, nested instructions) is bounded by
+XLA's limit, ``MAX_NESTING_DEPTH``.
 
 Errors are ``HloParseError``: ``file:line:col: message``, the source line and a caret. Unknown
 attributes are kept verbatim (see attributes.py); unknown opcodes and element types are errors.
@@ -9,16 +19,45 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Union
 
 from neuron_sim.errors import UserError
 from neuron_sim.hlo.attributes import (COMPUTATION_ATTRIBUTES, COMPUTATION_LIST_ATTRIBUTES,
                                        AttributeSyntaxError, Raw, parse_attribute)
+from neuron_sim.hlo.checker import HloCheckError, infer_shape
 from neuron_sim.hlo.dtypes import SCALAR_ONLY_TYPES, ElementType
-from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
+from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule, unique_name
 from neuron_sim.hlo.literals import Literal, LiteralError, ElidedLiteralError, parse_literal
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import UNBOUNDED, ArrayShape, Layout, Shape, TupleShape
+from neuron_sim.topology import Topology
+
+# XLA's HloParserOptions::kDefaultMaxRecursionDepth: how deep shapes, nested instructions and
+# their operand lists may nest together.
+MAX_NESTING_DEPTH = 500
+
+# The opcodes XLA's parser infers a result shape for when the text gives none (CanInferShape in
+# hlo_parser.cc); every other opcode must be written with its shape.
+INFERABLE_OPCODES = frozenset(Opcode.from_spelling(s) for s in (
+    "abs acos acosh asin asinh add add-dependency after-all atan2 atanh batch-norm-grad "
+    "batch-norm-inference batch-norm-training broadcast call ceil cholesky clamp "
+    "count-leading-zeros compare complex concatenate conditional convolution copy cosine cosh "
+    "opt-barrier divide domain dot erf exponential exponential-minus-one fft floor gather "
+    "get-dimension-size set-dimension-size get-tuple-element imag is-finite log log-plus-one "
+    "logistic and not or xor map maximum minimum multiply negate pad partition-id popcnt power "
+    "ragged-dot real reduce remainder replica-id reverse round-nearest-afz round-nearest-even "
+    "rsqrt scan scaled-dot scatter select shift-left shift-right-arithmetic "
+    "shift-right-logical sign sine sinh sqrt cbrt reduce-window select-and-scatter sort "
+    "subtract tan tanh transpose triangular-solve tuple while topk").split())
+
+# Attributes every instruction may carry; on an async wrapper they stay on the async op (XLA
+# also copies metadata, backend_config and frontend_attributes to the wrapped op).
+_ASYNC_OWN_ATTRIBUTES = ("async_execution_thread", "output_to_operand_aliasing", "sharding",
+                         "control-predecessors", "metadata", "backend_config",
+                         "frontend_attributes", "statistics")
+_ASYNC_SHARED_ATTRIBUTES = ("metadata", "backend_config", "frontend_attributes")
+_ASYNC_SUFFIXES = (("-start", Opcode.ASYNC_START), ("-update", Opcode.ASYNC_UPDATE),
+                   ("-done", Opcode.ASYNC_DONE))
 
 
 class HloParseError(UserError):
@@ -46,7 +85,13 @@ class HloParseError(UserError):
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 _NUMBER = re.compile(r"-?\d+")
+_WORD = re.compile(r"[a-z][a-z0-9]*")
 _OPCODE = re.compile(r"[a-z][a-z0-9\-]*")
+_SKIP = re.compile(r"(?:\s+|/\*.*?\*/|//[^\n]*)*", re.S)
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_VALUE_RUN_TOP = re.compile(r'[^\s,"{}()\[\]/]+')
+_VALUE_RUN_INSIDE = re.compile(r'[^"{}()\[\]]+')
+_CLOSERS = {"{": "}", "(": ")", "[": "]"}
 _SECTION_KEYWORDS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _HEADER_INT_ATTRIBUTES = ("replica_count", "num_partitions")
 
@@ -69,23 +114,14 @@ class _Cursor:
         return HloParseError(message, self.filename, line, pos - line_start + 1,
                              self.text[line_start:line_end])
 
-    def skip(self, newlines: bool = True) -> None:
-        """Skip spaces, comments, and (unless ``newlines`` is False) line breaks."""
-        text = self.text
-        while self.pos < len(text):
-            c = text[self.pos]
-            if c in " \t\r" or (newlines and c == "\n"):
-                self.pos += 1
-            elif text.startswith("/*", self.pos):
-                end = text.find("*/", self.pos + 2)
-                if end < 0:
-                    raise self.error("unterminated comment")
-                self.pos = end + 2
-            elif newlines and text.startswith("//", self.pos):
-                end = text.find("\n", self.pos)
-                self.pos = len(text) if end < 0 else end
-            else:
-                break
+    def skip(self) -> None:
+        """Skip whitespace (line breaks included) and comments, as XLA's lexer does."""
+        self.pos = _SKIP.match(self.text, self.pos).end()
+        if self.text.startswith("/*", self.pos):
+            raise self.error("unterminated comment")
+
+    def found(self) -> str:
+        return self.text[self.pos:self.pos + 12].split("\n")[0] or "end of input"
 
     def at_end(self) -> bool:
         self.skip()
@@ -103,67 +139,82 @@ class _Cursor:
 
     def expect(self, s: str, what: str | None = None) -> None:
         if not self.accept(s):
-            found = self.text[self.pos:self.pos + 12].split("\n")[0] or "end of input"
-            raise self.error(f"expected {what or repr(s)}, found '{found}'")
+            raise self.error(f"expected {what or repr(s)}, found '{self.found()}'")
 
-    def match(self, pattern: re.Pattern, what: str, skip: bool = True) -> str:
-        if skip:
-            self.skip()
+    def match(self, pattern: re.Pattern, what: str) -> str:
+        self.skip()
         m = pattern.match(self.text, self.pos)
         if not m:
-            found = self.text[self.pos:self.pos + 12].split("\n")[0] or "end of input"
-            raise self.error(f"expected {what}, found '{found}'")
+            raise self.error(f"expected {what}, found '{self.found()}'")
         self.pos = m.end()
         return m.group(0)
+
+    def lookahead(self, pattern: re.Pattern) -> re.Match | None:
+        self.skip()
+        return pattern.match(self.text, self.pos)
 
     # name ::= '%'? [A-Za-z_][A-Za-z0-9_.-]*
     def name(self, what: str = "a name") -> tuple[str, int, bool]:
         self.skip()
         start = self.pos
-        percent = self.accept("%")
-        return self.match(_NAME, what, skip=False), start, percent
+        percent = self.text.startswith("%", self.pos)
+        self.pos += percent
+        m = _NAME.match(self.text, self.pos)
+        if not m:
+            raise self.error(f"expected {what}, found '{self.found()}'")
+        self.pos = m.end()
+        return m.group(0), start, percent
 
-    def balanced(self, stop: str, what: str) -> tuple[str, int]:
-        """Raw text up to a top-level character in ``stop`` (brackets and strings balanced)."""
-        self.skip(newlines=False)
-        start = self.pos
+    # value ::= piece+ (adjacent)   piece ::= string | '{' ... '}' | '(' ... ')' | '[' ... ']' | atom
+    def value(self, what: str) -> tuple[str, int]:
+        """One attribute value, verbatim: adjacent atoms, strings and balanced brackets (which
+        may span lines). It ends at whitespace, a comma or a closing bracket outside brackets."""
+        self.skip()
+        start = i = self.pos
         text = self.text
         depth: list[str] = []
-        closers = {"{": "}", "(": ")", "[": "]"}
-        i = self.pos
         while i < len(text):
             c = text[i]
             if c == '"':
+                m = _STRING.match(text, i)
+                if not m:
+                    raise self.error("unterminated string", i)
+                i = m.end()
+            elif c in _CLOSERS:
+                depth.append(_CLOSERS[c])
                 i += 1
-                while i < len(text) and text[i] != '"':
-                    i += 2 if text[i] == "\\" else 1
-                if i >= len(text):
-                    raise self.error("unterminated string", start)
-            elif c in closers:
-                depth.append(closers[c])
             elif c in "})]":
                 if not depth:
-                    if c in stop:
-                        break
-                    raise self.error(f"unbalanced '{c}' in {what}", i)
+                    break
                 if depth.pop() != c:
                     raise self.error(f"mismatched '{c}' in {what}", i)
-            elif not depth and c in stop:
-                break
-            elif c == "\n" and depth and "\n" in stop:
-                raise self.error(f"unterminated {what}", start)
-            i += 1
+                i += 1
+            elif depth:
+                i = _VALUE_RUN_INSIDE.match(text, i).end()
+            else:
+                m = _VALUE_RUN_TOP.match(text, i)
+                if m:
+                    i = m.end()
+                elif c == "/" and not text.startswith(("//", "/*"), i):
+                    i += 1
+                else:
+                    break
         if depth:
             raise self.error(f"unterminated {what}", start)
         self.pos = i
-        return text[start:i].rstrip(), start
+        return text[start:i], start
+
+
+OperandRef = Union[str, HloInstruction]
 
 
 @dataclass
 class _PendingInstruction:
     inst: HloInstruction
-    operand_refs: list[tuple[str, int, Shape | None]] = field(default_factory=list)
+    pos: int
+    operand_refs: list[tuple[OperandRef, int, Shape | None]] = field(default_factory=list)
     computation_refs: list[tuple[str, list[tuple[str, int]], bool]] = field(default_factory=list)
+    wrapped_opcode: Opcode | None = None
 
 
 class _Parser:
@@ -171,39 +222,43 @@ class _Parser:
         self.c = _Cursor(text, filename)
         self.module: HloModule | None = None
         self.pending: list[_PendingInstruction] = []
+        self.depth = 0
         self.saw_percent = False
         self.saw_operand_shapes = False
         self.saw_signature = False
         self.saw_index_comment = False
         self.saw_long_operand_list = False
 
-    # module ::= 'HloModule' name (',' attribute)* section* computation+
+    def enter(self, pos: int) -> None:
+        self.depth += 1
+        if self.depth > MAX_NESTING_DEPTH:
+            raise self.c.error(f"nesting deeper than {MAX_NESTING_DEPTH} levels (XLA's maximum "
+                               f"recursion depth)", pos)
+
+    # module ::= ('HloModule' name ':'? (',' attribute)*)? section* computation+
     def parse_module(self) -> HloModule:
         c = self.c
-        c.expect("HloModule", "'HloModule' at the start of the module")
-        name, _, _ = c.name("the module name")
-        module = HloModule(name)
+        c.skip()
+        header = bool(re.match(r"HloModule(?![A-Za-z0-9_.\-])", c.text[c.pos:c.pos + 10]))
+        if not header and not self._at_headerless_module():
+            raise c.error(f"expected 'HloModule' or a computation at the start of the module, "
+                          f"found '{c.found()}'")
+        module = HloModule("")
         self.module = module
-        while True:
-            c.skip(newlines=False)
-            if not c.accept(","):
-                break
-            key, key_pos, _ = c.name("a header attribute name")
-            c.expect("=")
-            value, value_pos = c.balanced(",\n", f"header attribute {key}")
-            if key in _HEADER_INT_ATTRIBUTES:
-                if not _NUMBER.fullmatch(value) or int(value) < 1:
-                    raise c.error(f"{key} must be a positive integer, got '{value}'", value_pos)
-                module.header[key] = int(value)
-            else:
-                module.header[key] = Raw(value)
+        if header:
+            c.pos += len("HloModule")
+            module.name, _, _ = c.name("the module name")
+            c.accept(":")
+            self.parse_header_attributes(module)
         module.sections = self.parse_sections()
         names_seen: dict[str, int] = {}
         while not c.at_end():
-            comp, pos = self.parse_computation()
+            comp, pos, wrapped = self.parse_computation()
             if comp.name in names_seen:
                 raise c.error(f"computation {comp.name} is defined twice", pos)
             names_seen[comp.name] = pos
+            for wrapped_comp in wrapped:
+                module.add_computation(wrapped_comp)
             module.add_computation(comp, entry=comp.is_entry)
             comp.is_entry = comp is module.entry
         if not module.computations:
@@ -212,12 +267,45 @@ class _Parser:
             # XLA takes the last computation as the entry when none is marked.
             module.entry = module.computations[-1]
             module.entry.is_entry = True
+        if not header:
+            module.name = f"module_{module.entry.name}"
         self.resolve_computation_refs()
+        self.infer_missing_shapes()
+        self.check_operand_shapes()
         module.style_percent = self.saw_percent
         module.style_operand_shapes = self.saw_operand_shapes
         module.style_signatures = self.saw_signature
         module.style_index_comments = self.saw_index_comment or not self.saw_long_operand_list
         return module
+
+    def _at_headerless_module(self) -> bool:
+        """XLA reads a bare computation list when the text starts with ENTRY or ``name {``."""
+        c = self.c
+        start = c.pos
+        try:
+            if re.match(r"ENTRY\s", c.text[c.pos:c.pos + 6]):
+                return True
+            c.name()
+            return c.accept("{")
+        except HloParseError:
+            return False
+        finally:
+            c.pos = start
+
+    def parse_header_attributes(self, module: HloModule) -> None:
+        c = self.c
+        while c.accept(","):
+            key, key_pos, _ = c.name("a header attribute name")
+            c.expect("=", f"'=' after header attribute {key}")
+            value, value_pos = c.value(f"header attribute {key}")
+            if not value:
+                raise c.error(f"header attribute {key} has no value", value_pos)
+            if key in _HEADER_INT_ATTRIBUTES:
+                if not _NUMBER.fullmatch(value) or int(value) < 1:
+                    raise c.error(f"{key} must be a positive integer, got '{value}'", value_pos)
+                module.header[key] = int(value)
+            else:
+                module.header[key] = Raw(value)
 
     # section ::= ('FileNames' | 'FunctionNames' | 'FileLocations' | 'StackFrames') line*
     def parse_sections(self) -> str:
@@ -238,14 +326,17 @@ class _Parser:
         c.pos = min(pos, len(text))
         return text[start:c.pos].rstrip("\n") + "\n"
 
-    # computation ::= 'ENTRY'? name signature? '{' instruction* '}' (',' attribute)*
-    # signature   ::= '(' (name ':' shape (',' name ':' shape)*)? ')' '->' shape
-    def parse_computation(self) -> tuple[HloComputation, int]:
+    # computation ::= 'ENTRY'? name ':'? signature? '{' instruction+ '}' (',' attribute)*
+    # signature   ::= '(' (param (',' param)*)? ')' '->' shape     param ::= name ':'? shape
+    def parse_computation(self) -> tuple[HloComputation, int, list[HloComputation]]:
         c = self.c
         c.skip()
         start = c.pos
-        is_entry = c.accept("ENTRY")
+        is_entry = bool(re.match(r"ENTRY\s", c.text[c.pos:c.pos + 6]))
+        if is_entry:
+            c.pos += len("ENTRY")
         name, _, percent = c.name("a computation name")
+        c.accept(":")
         self.saw_percent |= percent
         comp = HloComputation(name)
         comp.is_entry = is_entry
@@ -254,7 +345,7 @@ class _Parser:
             if not c.accept(")"):
                 while True:
                     c.name("a parameter name")
-                    c.expect(":")
+                    c.accept(":")
                     self.parse_shape()
                     if c.accept(")"):
                         break
@@ -265,69 +356,95 @@ class _Parser:
         by_name: dict[str, HloInstruction] = {}
         pendings: list[_PendingInstruction] = []
         root: HloInstruction | None = None
+        self.anon_names: set[str] = set()
         while not c.accept("}"):
             if c.at_end():
                 raise c.error(f"computation {name} is not closed with '}}'", start)
-            pending, is_root, pos = self.parse_instruction()
-            inst = pending.inst
-            if inst.name in by_name:
-                raise c.error(f"instruction %{inst.name} is defined twice in {name}", pos)
+            parsed, is_root = self.parse_instruction()
+            for pending in parsed:
+                inst = pending.inst
+                if inst.name in by_name:
+                    raise c.error(f"instruction %{inst.name} is defined twice in {name}",
+                                  pending.pos)
+                by_name[inst.name] = inst
+                inst.parent = comp
+                comp.instructions.append(inst)
+                pendings.append(pending)
             if is_root:
                 if root is not None:
-                    raise c.error(f"computation {name} has two ROOT instructions", pos)
-                root = inst
-            by_name[inst.name] = inst
-            inst.parent = comp
-            comp.instructions.append(inst)
-            pendings.append(pending)
+                    raise c.error(f"computation {name} has two ROOT instructions", parsed[-1].pos)
+                root = parsed[-1].inst
         if not comp.instructions:
             raise c.error(f"computation {name} has no instructions", start)
         comp.root = root if root is not None else comp.instructions[-1]
-        c.skip(newlines=False)
-        if c.peek(","):
-            trailing, _ = c.balanced("\n", "computation attributes")
-            comp.trailing = trailing
+        comp.trailing = self.parse_computation_attributes()
         for pending in pendings:
-            for ref_name, pos, shape in pending.operand_refs:
-                operand = by_name.get(ref_name)
+            for ref, pos, _ in pending.operand_refs:
+                operand = ref if isinstance(ref, HloInstruction) else by_name.get(ref)
                 if operand is None:
-                    raise c.error(f"instruction %{pending.inst.name} uses %{ref_name}, which is "
+                    raise c.error(f"instruction %{pending.inst.name} uses %{ref}, which is "
                                   f"not defined in computation {name}", pos)
-                if shape is not None and not shape.compatible(operand.shape) and not (
-                        shape.without_layout() == operand.shape.without_layout()):
-                    raise c.error(f"operand %{ref_name} is written with shape {shape} but "
-                                  f"is defined as {operand.shape}", pos)
                 pending.inst.append_operand(operand)
+        wrapped = [self.wrap_async(pending, comp) for pending in pendings
+                   if pending.wrapped_opcode is not None]
         self.pending.extend(pendings)
-        return comp, start
+        return comp, start, [w for w in wrapped if w is not None]
 
-    # instruction ::= 'ROOT'? name '=' shape opcode '(' operands ')' (',' attribute)*
-    def parse_instruction(self) -> tuple[_PendingInstruction, bool, int]:
+    # computation_attributes ::= (',' name '=' value)*
+    def parse_computation_attributes(self) -> str:
+        c = self.c
+        parts = []
+        while c.accept(","):
+            key, _, _ = c.name("a computation attribute name")
+            c.expect("=", f"'=' after computation attribute {key}")
+            value, value_pos = c.value(f"computation attribute {key}")
+            if not value:
+                raise c.error(f"computation attribute {key} has no value", value_pos)
+            parts.append(f", {key}={value}")
+        return "".join(parts)
+
+    # instruction ::= 'ROOT'? name '=' instruction_rhs
+    def parse_instruction(self) -> tuple[list[_PendingInstruction], bool]:
         c = self.c
         c.skip()
-        pos = c.pos
-        is_root = False
-        if re.match(r"ROOT\s", c.text[c.pos:c.pos + 5]):
+        is_root = bool(re.match(r"ROOT\s", c.text[c.pos:c.pos + 5]))
+        if is_root:
             c.pos += 4
-            is_root = True
-        name, _, percent = c.name("an instruction name")
+        name, name_pos, percent = c.name("an instruction name")
         self.saw_percent |= percent
         c.expect("=", f"'=' after %{name}")
-        shape = self.parse_shape()
+        parsed: list[_PendingInstruction] = []
+        self.parse_instruction_rhs(name, name_pos, parsed, allow_attributes=True)
+        return parsed, is_root
+
+    # instruction_rhs ::= shape? opcode operands (',' attribute)*
+    def parse_instruction_rhs(self, name: str, pos: int, parsed: list[_PendingInstruction],
+                              allow_attributes: bool) -> HloInstruction:
+        """Parse one instruction (nested ones first, into ``parsed``); a nested instruction
+        (``name`` empty) gets XLA's ``<opcode>.anon`` name and takes no attributes."""
+        c = self.c
+        self.enter(pos)
+        shape = self.parse_shape() if self.can_be_shape() else None
         c.skip()
         opcode_pos = c.pos
-        spelling = c.match(_OPCODE, "an opcode")
-        try:
-            opcode = Opcode.from_spelling(spelling)
-        except KeyError:
-            raise c.error(f"unknown opcode '{spelling}'", opcode_pos) from None
-        c.expect("(", f"'(' after {spelling}")
-        pending = _PendingInstruction(HloInstruction(name, opcode, shape))
+        opcode, wrapped_opcode = self.parse_opcode()
+        if shape is None and opcode not in INFERABLE_OPCODES:
+            spelling = wrapped_opcode.spelling if wrapped_opcode else opcode.spelling
+            raise c.error(f"{spelling} needs its result shape written: XLA cannot infer it",
+                          opcode_pos)
+        if not name:
+            name = unique_name(f"{opcode.spelling}.anon", self.anon_names)
+            self.anon_names.add(name)
+        pending = _PendingInstruction(HloInstruction(name, opcode, shape), pos,
+                                      wrapped_opcode=wrapped_opcode)
         inst = pending.inst
+        c.expect("(", f"'(' after {opcode.spelling}")
         if opcode is Opcode.CONSTANT:
-            text, text_pos = c.balanced(")", "constant literal")
-            inst.literal = self.parse_literal_text(shape, text, text_pos)
-            c.expect(")")
+            c.pos -= 1
+            text, text_pos = c.value("constant literal")
+            inner = text[1:-1]
+            lead = len(inner) - len(inner.lstrip())
+            inst.literal = self.parse_literal_text(shape, inner.strip(), text_pos + 1 + lead)
         elif opcode is Opcode.PARAMETER:
             c.skip()
             num_pos = c.pos
@@ -337,9 +454,50 @@ class _Parser:
             inst.parameter_number = int(number)
             c.expect(")")
         else:
-            self.parse_operands(pending)
-        self.parse_attributes(pending)
-        return pending, is_root, pos
+            self.parse_operands(pending, parsed)
+        if allow_attributes:
+            self.parse_attributes(pending)
+        parsed.append(pending)
+        self.depth -= 1
+        return inst
+
+    # opcode ::= spelling | spelling ('-start' | '-update' | '-done')
+    def parse_opcode(self) -> tuple[Opcode, Opcode | None]:
+        c = self.c
+        pos = c.pos
+        spelling = c.match(_OPCODE, "an opcode")
+        try:
+            return Opcode.from_spelling(spelling), None
+        except KeyError:
+            pass
+        for suffix, async_opcode in _ASYNC_SUFFIXES:
+            if spelling.endswith(suffix):
+                try:
+                    return async_opcode, Opcode.from_spelling(spelling[:-len(suffix)])
+                except KeyError:
+                    raise c.error(f"unknown opcode '{spelling}' ('{spelling[:-len(suffix)]}' "
+                                  f"is not an opcode to wrap in {async_opcode.spelling})",
+                                  pos) from None
+        raise c.error(f"unknown opcode '{spelling}'", pos)
+
+    def can_be_shape(self) -> bool:
+        """A shape starts with '(', a word and '[' (an element type, else an error naming it), a
+        scalar-only type (token, opaque), or 'b('."""
+        c = self.c
+        c.skip()
+        if c.peek("("):
+            return True
+        m = _WORD.match(c.text, c.pos)
+        if not m:
+            return False
+        after = c.text[m.end():m.end() + 1]
+        if after == "[" or m.group(0) == "b" and after == "(":
+            return True
+        try:
+            element_type = ElementType.from_spelling(m.group(0))
+        except KeyError:
+            return False
+        return element_type in SCALAR_ONLY_TYPES
 
     def parse_literal_text(self, shape: Shape, text: str, pos: int) -> Literal:
         try:
@@ -352,44 +510,61 @@ class _Parser:
             raise self.c.error(f"bad constant for {shape}: {exc}", pos) from None
         return Literal(shape, text=text, value=value)
 
-    # operands ::= (operand (',' operand)*)?     operand ::= shape? name
-    def parse_operands(self, pending: _PendingInstruction) -> None:
+    # operands ::= (operand (',' operand)*)? ')'
+    # operand  ::= shape? name | shape? opcode operands      (a nested instruction)
+    def parse_operands(self, pending: _PendingInstruction,
+                       parsed: list[_PendingInstruction]) -> None:
         c = self.c
         start = c.pos
-        if c.accept(")"):
-            return
-        self._parse_operand_list(pending)
+        self.enter(start)
+        if not c.accept(")"):
+            while True:
+                pending.operand_refs.append(self.parse_operand(parsed))
+                if c.accept(")"):
+                    break
+                c.expect(",", "',' or ')' after an operand")
         if len(pending.operand_refs) > 5:
             self.saw_long_operand_list = True
             self.saw_index_comment |= "/*index=" in c.text[start:c.pos]
+        self.depth -= 1
 
-    def _parse_operand_list(self, pending: _PendingInstruction) -> None:
+    def parse_operand(self, parsed: list[_PendingInstruction]
+                      ) -> tuple[OperandRef, int, Shape | None]:
+        """A named operand if a name followed by ',' or ')' is there, else (like XLA) a nested
+        instruction without attributes."""
         c = self.c
-        while True:
-            c.skip()
-            shape = None
-            if c.peek("(") or re.match(r"[a-z][a-z0-9]*\[", c.text[c.pos:c.pos + 20]) \
-                    or re.match(r"(token|opaque)\s", c.text[c.pos:c.pos + 7]):
-                shape = self.parse_shape()
-                self.saw_operand_shapes = True
+        c.skip()
+        start, depth = c.pos, self.depth
+        try:
+            shape = self.parse_shape() if self.can_be_shape() else None
             name, pos, percent = c.name("an operand name")
-            self.saw_percent |= percent
-            pending.operand_refs.append((name, pos, shape))
-            if c.accept(")"):
-                return
-            c.expect(",", "',' or ')' after an operand")
+            if c.accept(",") or c.accept(")"):
+                c.pos -= 1
+                self.saw_percent |= percent
+                self.saw_operand_shapes |= shape is not None
+                return name, pos, shape
+            operand_error = c.error(f"expected ',' or ')' after operand %{name}, found "
+                                    f"'{c.found()}'")
+        except HloParseError as exc:
+            operand_error = exc
+        c.pos, self.depth = start, depth
+        try:
+            nested = self.parse_instruction_rhs("", start, parsed, allow_attributes=False)
+        except HloParseError as nested_error:
+            # Report whichever reading got further into the text.
+            if (operand_error.line, operand_error.col) > (nested_error.line, nested_error.col):
+                raise operand_error from None
+            raise
+        return nested, start, None
 
     # attribute ::= name '=' value
     def parse_attributes(self, pending: _PendingInstruction) -> None:
         c = self.c
         inst = pending.inst
-        while True:
-            c.skip(newlines=False)
-            if not c.accept(","):
-                return
+        while c.accept(","):
             key, key_pos, _ = c.name("an attribute name")
             c.expect("=", f"'=' after attribute {key}")
-            value, value_pos = c.balanced(",\n", f"attribute {key}")
+            value, value_pos = c.value(f"attribute {key}")
             if not value:
                 raise c.error(f"attribute {key} has no value", value_pos)
             if key in inst.attrs:
@@ -422,6 +597,50 @@ class _Parser:
             raise self.c.error(f"{key} names no computation", pos)
         return refs
 
+    def wrap_async(self, pending: _PendingInstruction,
+                   comp: HloComputation) -> HloComputation | None:
+        """``<op>-start`` becomes async-start calling a new computation whose root is the op
+        (XLA's async wrapper); ``<op>-update``/``-done`` must follow a start wrapping the same
+        op. Returns the new computation, if any."""
+        inst = pending.inst
+        wrapped = pending.wrapped_opcode
+        if inst.opcode is not Opcode.ASYNC_START:
+            start = inst.operands[0] if len(inst.operands) == 1 else None
+            calls = start.attrs.get("calls") if start is not None else None
+            start_op = getattr(getattr(calls, "root", None), "opcode", None)
+            if start is None or start.opcode not in (Opcode.ASYNC_START, Opcode.ASYNC_UPDATE):
+                raise self.c.error(f"{wrapped.spelling}-{inst.opcode.spelling.split('-')[1]} "
+                                   f"expects one async op as its operand", pending.pos)
+            if start_op is not None and start_op is not wrapped:
+                raise self.c.error(f"expected the async wrapped opcode to be "
+                                   f"{start_op.spelling}, but got {wrapped.spelling}", pending.pos)
+            return None
+        shape = inst.shape
+        if not (isinstance(shape, TupleShape) and len(shape.elements) >= 2
+                and isinstance(shape.elements[0], TupleShape)):
+            raise self.c.error(f"{wrapped.spelling}-start needs its shape written as "
+                               f"((operands), result, state...)", pending.pos)
+        body = HloComputation("async_wrapped")
+        params = []
+        for i, operand in enumerate(inst.operands):
+            param = HloInstruction(unique_name("async_param", {p.name for p in params}),
+                                   Opcode.PARAMETER, operand.shape, parameter_number=i)
+            params.append(param)
+        op = HloInstruction(wrapped.spelling, wrapped, shape.elements[1], params)
+        own = {k: v for k, v in inst.attrs.items() if k in _ASYNC_OWN_ATTRIBUTES}
+        op.attrs = {k: v for k, v in inst.attrs.items() if k not in _ASYNC_OWN_ATTRIBUTES
+                    or k in _ASYNC_SHARED_ATTRIBUTES}
+        wrapped_pending = _PendingInstruction(op, pending.pos,
+                                              computation_refs=pending.computation_refs)
+        pending.computation_refs = []
+        self.pending.append(wrapped_pending)
+        for member in params + [op]:
+            member.parent = body
+            body.instructions.append(member)
+        body.root = op
+        inst.attrs = {**own, "calls": body}
+        return body
+
     def resolve_computation_refs(self) -> None:
         comps = {comp.name: comp for comp in self.module.computations}
         for pending in self.pending:
@@ -434,11 +653,45 @@ class _Parser:
                     resolved.append(comps[ref])
                 pending.inst.attrs[key] = tuple(resolved) if is_list else resolved[0]
 
+    def infer_missing_shapes(self) -> None:
+        """Give every instruction written without a shape the one the checker's rule infers
+        (with XLA's default layout), callees and operands first."""
+        positions = {p.inst: p.pos for p in self.pending}
+        if not any(p.inst.shape is None for p in self.pending):
+            return
+        module = self.module
+        topology = Topology(module.replica_count, module.num_partitions)
+        for comp in module.post_order_computations():
+            for inst in comp.post_order():
+                if inst.shape is not None:
+                    continue
+                pos = positions.get(inst, 0)
+                unknown = [o.name for o in inst.operands if o.shape is None] + [
+                    f"the root of {called.name}" for called in inst.called_computations
+                    if called.root.shape is None]
+                if unknown:
+                    raise self.c.error(f"cannot infer the shape of %{inst.name}: "
+                                       f"{', '.join(unknown)} has no shape yet (a cycle)", pos)
+                try:
+                    inferred = infer_shape(inst, topology)
+                except HloCheckError as exc:
+                    raise self.c.error(f"cannot infer the shape of %{inst.name} "
+                                       f"({inst.opcode.spelling}): {exc.reason}", pos) from None
+                inst.shape = inferred.with_default_layout()
+
+    def check_operand_shapes(self) -> None:
+        for pending in self.pending:
+            for (ref, pos, shape), operand in zip(pending.operand_refs, pending.inst.operands):
+                if shape is not None and not shape.compatible(operand.shape):
+                    raise self.c.error(f"operand %{operand.name} is written with shape {shape} "
+                                       f"but is defined as {operand.shape}", pos)
+
     # shape ::= '(' (shape (',' shape)*)? ')' | type '[' dims ']' layout? | 'token' | 'opaque'
     # dims  ::= (dim (',' dim)*)?       dim ::= '<='? (int | '?')
     def parse_shape(self) -> Shape:
         c = self.c
         c.skip()
+        self.enter(c.pos)
         if c.accept("("):
             elements: list[Shape] = []
             if not c.accept(")"):
@@ -447,13 +700,15 @@ class _Parser:
                     if c.accept(")"):
                         break
                     c.expect(",", "',' or ')' in a tuple shape")
+            self.depth -= 1
             return TupleShape(tuple(elements))
         pos = c.pos
-        spelling = c.match(re.compile(r"[a-z][a-z0-9]*"), "a shape")
+        spelling = c.match(_WORD, "a shape")
         try:
             element_type = ElementType.from_spelling(spelling)
         except KeyError:
             raise c.error(f"unknown element type '{spelling}'", pos) from None
+        self.depth -= 1
         if element_type in SCALAR_ONLY_TYPES and not c.peek("["):
             return ArrayShape(element_type, ())
         if not c.peek("["):
@@ -478,7 +733,7 @@ class _Parser:
                     break
                 c.expect(",", "',' or ']' in the dimensions")
         layout = None
-        if c.peek("{"):
+        if c.peek("{") and re.match(r"\{\s*[\d:}]", c.text[c.pos:c.pos + 40]):
             layout = self.parse_layout(len(dims))
         return ArrayShape(element_type, tuple(dims), layout, tuple(dynamic))
 
@@ -486,9 +741,8 @@ class _Parser:
     def parse_layout(self, rank: int) -> Layout:
         c = self.c
         start = c.pos
-        c.pos += 1
-        text, _ = c.balanced("}", "layout")
-        c.expect("}")
+        text, _ = c.value("layout")
+        text = text[1:-1]
         order_text, _, extra = text.partition(":")
         order_text = order_text.strip()
         try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterator, Union
+from typing import Any, Callable, Iterator, Union
 
 from neuron_sim.hlo.dtypes import ElementType
 
@@ -110,9 +110,10 @@ class ArrayShape:
         return text
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TupleShape:
-    """``(f32[2]{0}, s32[])``."""
+    """``(f32[2]{0}, s32[])``. Every walk over the nesting is iterative, so a tuple nested as
+    deep as the parser admits prints, compares and hashes without Python recursion."""
 
     elements: tuple["Shape", ...] = ()
 
@@ -130,25 +131,94 @@ class TupleShape:
 
     def leaves(self) -> Iterator[ArrayShape]:
         """The array and token shapes of this tuple, depth first (the flattened result order)."""
-        for element in self.elements:
-            yield from element.leaves()
+        stack = [iter(self.elements)]
+        while stack:
+            element = next(stack[-1], None)
+            if element is None:
+                stack.pop()
+            elif isinstance(element, TupleShape):
+                stack.append(iter(element.elements))
+            else:
+                yield element
 
     def compatible(self, other: "Shape") -> bool:
-        return (isinstance(other, TupleShape) and len(other.elements) == len(self.elements)
-                and all(a.compatible(b) for a, b in zip(self.elements, other.elements)))
+        return _pairwise(self, other, lambda a, b: a.compatible(b))
 
     def without_layout(self) -> "TupleShape":
-        return TupleShape(tuple(e.without_layout() for e in self.elements))
+        return map_leaves(self, lambda leaf: leaf.without_layout())
 
     def with_default_layout(self) -> "TupleShape":
-        return TupleShape(tuple(e.with_default_layout() for e in self.elements))
+        return map_leaves(self, lambda leaf: leaf.with_default_layout())
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TupleShape):
+            return NotImplemented
+        return _pairwise(self, other, lambda a, b: a == b)
+
+    def __hash__(self) -> int:
+        return hash(tuple(_tokens(self)))
 
     def __str__(self) -> str:
-        parts = []
-        for i, element in enumerate(self.elements):
-            prefix = f"/*index={i}*/" if i and i % 5 == 0 else ""
-            parts.append(prefix + str(element))
-        return "(" + ", ".join(parts) + ")"
+        return "".join(text if isinstance(text, str) else str(text)
+                       for text in _tokens(self, printing=True))
+
+
+def _tokens(shape: "Shape", printing: bool = False) -> Iterator[Any]:
+    """``shape`` flattened to '(' ... ')' markers and leaves, iteratively (with XLA's separators
+    and ``/*index=N*/`` comments when ``printing``)."""
+    stack: list[tuple[tuple, int]] = [((shape,), 0)]
+    while stack:
+        elements, i = stack.pop()
+        if i == len(elements):
+            if len(stack):
+                yield ")"
+            continue
+        stack.append((elements, i + 1))
+        if printing and len(stack) > 1 and i:
+            yield ", /*index=%d*/" % i if i % 5 == 0 else ", "
+        element = elements[i]
+        if isinstance(element, TupleShape):
+            yield "("
+            stack.append((element.elements, 0))
+        else:
+            yield element
+
+
+def _pairwise(a: "Shape", b: "Shape", same_leaf: Callable[[Any, Any], bool]) -> bool:
+    """True if ``a`` and ``b`` nest alike and ``same_leaf`` holds for every pair of leaves."""
+    pairs = [(a, b)]
+    while pairs:
+        x, y = pairs.pop()
+        if isinstance(x, TupleShape) or isinstance(y, TupleShape):
+            if not (isinstance(x, TupleShape) and isinstance(y, TupleShape)) \
+                    or len(x.elements) != len(y.elements):
+                return False
+            pairs.extend(zip(x.elements, y.elements))
+        elif not same_leaf(x, y):
+            return False
+    return True
+
+
+def map_leaves(shape: "Shape", fn: Callable[[ArrayShape], "Shape"]) -> "Shape":
+    """``shape`` with every array/token leaf replaced by ``fn(leaf)``, rebuilt iteratively."""
+    if not isinstance(shape, TupleShape):
+        return fn(shape)
+    stack: list[tuple[tuple, int, list]] = [(shape.elements, 0, [])]
+    while True:
+        elements, i, built = stack[-1]
+        if i == len(elements):
+            stack.pop()
+            result = TupleShape(tuple(built))
+            if not stack:
+                return result
+            stack[-1][2].append(result)
+            continue
+        stack[-1] = (elements, i + 1, built)
+        element = elements[i]
+        if isinstance(element, TupleShape):
+            stack.append((element.elements, 0, []))
+        else:
+            built.append(fn(element))
 
 
 Shape = Union[ArrayShape, TupleShape]

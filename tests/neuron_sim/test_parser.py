@@ -172,10 +172,14 @@ def test_lowered_style_without_percent_or_signatures_is_kept():
     ("HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n  ROOT y = f32[2] negate(x), dimensions={1,a}\n}\n",
      4, 44, "bad dimensions"),
     ("HloModule m\nENTRY e {\n  x = s32[2] constant({1, two})\n}\n", 3, 27, "bad constant"),
-    ("HloModule m\nENTRY e {\n  x = s32[2] constant({1, 2, 3})\n}\n", 3, 23, "3 values"),
+    # XLA's ParseDenseLiteral reports the first element too many, where it stands.
+    ("HloModule m\nENTRY e {\n  x = s32[2] constant({1, 2, 3})\n}\n", 3, 30,
+     "expects 2 elements on the minor-most dimension"),
     ("HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n", 2, 1, "not closed"),
     ("HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n  ROOT r = f32[2] all-reduce(x), replica_groups={{0,1}, to_apply=e\n}\n",
-     4, 49, "unterminated"),
+     # A line break is whitespace (XLA's lexer): the braces close on the next line, and the
+     # groups fail where XLA's ParseInt64ListList does, at 'to_apply'.
+     4, 57, "expected '{'"),
     ("HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n  ROOT r = f32[2] call(x), to_apply=nowhere\n}\n",
      4, 37, "nowhere"),
 ])
