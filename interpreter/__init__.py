@@ -10,6 +10,11 @@ Inputs: a list (one per entry parameter) or a dict keyed ``arg{i}``; each array 
 takes a sequence with one input per element, or dict keys ``arg{i}.{j}`` per leaf j (the npz
 form); ``neuron_sim.io.fit_arguments`` says it all. Token parameters take no input. Token
 leaves of the result come out as ``[D, 0]`` bool arrays.
+
+Limits: ``time_limit`` (seconds) ends a run that has not finished with ``ExecutionTimeout``
+(checked between instructions and loop iterations; ``time_limit(seconds)`` as a context manager
+bounds every run inside it); ``max_memory`` (bytes) refuses, before allocating anything, a run
+whose estimated peak (``interpreter.memory``) exceeds it, with ``MemoryLimitExceeded``.
 """
 
 from __future__ import annotations
@@ -24,15 +29,19 @@ from neuron_sim.topology import Topology
 
 from interpreter.arguments import draw_inputs, prepare_arguments
 from interpreter.backends import BACKENDS, make_transport
-from interpreter.errors import (CollectiveMismatchError, ExecutionError, InputError,
-                                InterpreterError, Unimplemented)
-from interpreter.evaluator import Evaluator, Frame
+from interpreter.errors import (CollectiveMismatchError, ExecutionError, ExecutionTimeout,
+                                InputError, InterpreterError, Unimplemented)
+from interpreter.evaluator import Deadline, Evaluator, Frame, time_limit
+from interpreter.memory import (MemoryEstimate, MemoryLimitExceeded, default_memory_limit,
+                                estimate_memory, require_memory)
 from interpreter.values import PerDevice, Replicated, TupleValue, Value, leaves, output_rows
 
 __all__ = [
-    "BACKENDS", "CollectiveMismatchError", "Evaluator", "ExecutionError", "Frame", "InputError",
-    "InterpreterError", "PerDevice", "Replicated", "RunResult", "TupleValue", "Unimplemented",
-    "draw_inputs", "execute", "run",
+    "BACKENDS", "CollectiveMismatchError", "Evaluator", "ExecutionError", "ExecutionTimeout",
+    "Frame", "InputError", "InterpreterError", "MemoryEstimate", "MemoryLimitExceeded",
+    "PerDevice", "Replicated", "RunResult", "TupleValue", "Unimplemented",
+    "default_memory_limit", "draw_inputs", "estimate_memory", "execute", "require_memory", "run",
+    "time_limit",
 ]
 
 
@@ -48,27 +57,35 @@ class RunResult:
 
 
 def run(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] | None = None,
-        topology: Topology | None = None, backend: str = "local", seed: int | None = None
+        topology: Topology | None = None, backend: str = "local", seed: int | None = None,
+        *, time_limit: float | None = None, max_memory: int | None = None
         ) -> list[np.ndarray]:
     """Execute ``module`` on every device; one ``[D, *shape]`` array per result leaf.
 
     ``backend="mpi"`` must be called on every rank under mpiexec (``docs/mpi.md``); every rank
     then returns the full outputs (gathered on rank 0, broadcast to the others). A run that
-    ends early raises the backend's agreed ``MpiRunError`` (an InterpreterError) on every rank.
+    ends early raises the backend's agreed ``MpiRunError`` (an InterpreterError) on every rank;
+    there ``time_limit`` is the watchdog's (default ``DEFAULT_TIMEOUT``).
     """
     if backend == "mpi":
         from mpi4py import MPI
 
-        from interpreter.backends.mpi import run_mpi
+        from interpreter.backends.mpi import DEFAULT_TIMEOUT, run_mpi
 
-        result = run_mpi(module, inputs, topology, seed=seed)
+        module = parse_module(module) if isinstance(module, str) else module
+        if max_memory is not None:
+            require_memory(module, topology or Topology(module.replica_count,
+                                                        module.num_partitions), max_memory)
+        result = run_mpi(module, inputs, topology, seed=seed,
+                         timeout=DEFAULT_TIMEOUT if time_limit is None else time_limit)
         return MPI.COMM_WORLD.bcast(result.outputs, root=0)
-    return execute(module, inputs, topology, backend, seed).outputs
+    return execute(module, inputs, topology, backend, seed, time_limit=time_limit,
+                   max_memory=max_memory).outputs
 
 
 def execute(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] | None = None,
-            topology: Topology | None = None, backend: str = "local", seed: int | None = None
-            ) -> RunResult:
+            topology: Topology | None = None, backend: str = "local", seed: int | None = None,
+            *, time_limit: float | None = None, max_memory: int | None = None) -> RunResult:
     """Like ``run``, also returning the values and execution counts.
 
     Without ``inputs``, a module with parameters needs ``seed``: inputs are then drawn with
@@ -79,8 +96,12 @@ def execute(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] |
     if topology is None:
         topology = Topology(module.replica_count, module.num_partitions)
     num_devices = topology.num_devices
+    if max_memory is not None:
+        require_memory(module, topology, max_memory)
+    deadline = None if time_limit is None else Deadline(time_limit)
     args = prepare_arguments(module, topology, inputs, seed)
-    evaluator = Evaluator(module, topology, make_transport(backend, num_devices), seed)
+    evaluator = Evaluator(module, topology, make_transport(backend, num_devices), seed,
+                          deadline)
     result = evaluator.run_entry(args)
     values = list(leaves(result))
     outputs = [np.array(output_rows(v, num_devices), copy=True) for v in values]

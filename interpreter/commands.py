@@ -6,8 +6,12 @@
 Inputs come from an npz file (``arg{i}`` per entry parameter, ``[D, *shape]`` or ``shape``) or
 are drawn from ``--seed`` (distinct per device). The outputs go to ``-o OUT.npz`` (``out{j}``
 shaped ``[D, *shape]``, written atomically) or are printed as a per-device table (``--json``:
-machine-readable). Exit codes: 0 ran, 1 collective mismatch (the program would hang), 2 bad
-usage, bad input, or an op the interpreter cannot execute.
+machine-readable). Before anything runs, the module is checked for the topology (as ``check``
+and ``verify`` do) and the memory the run needs is estimated (``interpreter.memory``), so a
+module that is not a program for this topology, or would not fit in memory, is refused instead
+of half-run. Exit codes: 0 ran, 1 the module fails the checker for the topology, a collective
+mismatch (the program would hang) or the run did not finish within ``--timeout``; 2 bad usage,
+bad input, more memory than ``--max-memory``, or an op the interpreter cannot execute.
 """
 
 from __future__ import annotations
@@ -20,13 +24,17 @@ from typing import Any
 import numpy as np
 
 from neuron_sim.commands import (EXIT_OK, EXIT_PROBLEM, UsageError, add_command,
-                                 add_json_argument, add_seed_argument, add_timeout_argument,
-                                 module_and_topology, print_json)
+                                 add_json_argument, add_max_memory_argument, add_seed_argument,
+                                 add_timeout_argument, module_and_topology, print_json)
 from neuron_sim.hlo import HloModule
+from neuron_sim.hlo.checker import HloCheckError, check_module
 from neuron_sim.io import output_arrays, read_inputs, write_npz
+from neuron_sim.outputs import check_output_file
 from neuron_sim.topology import Topology
 
 from interpreter.arguments import needs_inputs
+from interpreter.backends.mpi import DEFAULT_TIMEOUT
+from interpreter.memory import default_memory_limit, require_memory
 
 MAX_TABLE_DEVICES = 64
 
@@ -56,14 +64,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     backend.add_argument("--mpi-mode", choices=("exact", "native"), default="exact",
                          help="mpi only: exact = bit-identical to local (default); native = "
                               "MPI's own reductions")
-    add_timeout_argument(backend, default=None, metavar="S",
-                         help="mpi only: end the run after S seconds (default 600; 0 disables)")
+    add_timeout_argument(backend, default=DEFAULT_TIMEOUT, metavar="S",
+                         help=f"end a run that has not finished after S seconds, exit code 1 "
+                              f"(default {DEFAULT_TIMEOUT:g}; inf: no limit)")
+    add_max_memory_argument(backend, help="refuse to start a run whose estimated memory "
+                                          "exceeds SIZE, e.g. 8G (default: half of the memory "
+                                          "available)")
     backend.add_argument("--output-per-rank", action="store_true",
                          help="mpi only: rank k writes OUT.rank{k}.npz with its own devices")
 
 
 def run_command(args: argparse.Namespace) -> int:
+    if args.output:
+        check_output_file(args.output, [args.module, args.inputs])
     module, topology = module_and_topology(args)
+    try:
+        check_module(module, topology)
+    except (HloCheckError, ValueError) as error:  # ValueError: replica groups, other IR rules
+        print(f"neuron-sim: error: {args.module}: {error}", file=sys.stderr)
+        return EXIT_PROBLEM
+    max_memory = args.max_memory if args.max_memory is not None else default_memory_limit()
+    require_memory(module, topology, max_memory, what=args.module)
     inputs = read_inputs(args.inputs) if args.inputs else None
     if inputs is None and args.seed is None and needs_inputs(module):
         raise UsageError(f"{args.module}: the entry computation has parameters; give "
@@ -72,14 +93,20 @@ def run_command(args: argparse.Namespace) -> int:
         raise UsageError("--output-per-rank needs --backend mpi and -o OUT.npz")
     if args.backend == "mpi":
         return _run_mpi(args, module, topology, inputs)
-    from interpreter import CollectiveMismatchError, InputError, InterpreterError, execute
+    from interpreter import (CollectiveMismatchError, ExecutionTimeout, InputError,
+                             InterpreterError, execute)
 
     try:
-        result = execute(module, inputs, topology, seed=args.seed)
+        result = execute(module, inputs, topology, seed=args.seed, time_limit=args.timeout)
     except InputError as error:
         raise UsageError(f"{args.inputs}: {error}" if args.inputs else str(error)) from None
     except CollectiveMismatchError as error:
         print(f"neuron-sim: error: {error}", file=sys.stderr)
+        return EXIT_PROBLEM
+    except ExecutionTimeout as error:
+        where = f", stopped in {error.instruction_text}" if error.instruction_text else ""
+        print(f"neuron-sim: error: {args.module}: {error.reason} (--timeout){where}",
+              file=sys.stderr)
         return EXIT_PROBLEM
     except InterpreterError as error:
         raise UsageError(str(error)) from error
@@ -97,12 +124,14 @@ def _is_replicated(value) -> bool:
 
 def _run_mpi(args: argparse.Namespace, module: HloModule, topology: Topology, inputs) -> int:
     try:
-        from interpreter.backends.mpi import (DEFAULT_TIMEOUT, MpiRunError, exit_process,
-                                              run_mpi, write_outputs)
+        from interpreter.backends.mpi import MpiRunError, exit_process, run_mpi, write_outputs
     except ImportError as error:
         raise UsageError(f"--backend mpi needs mpi4py ({error}); pip install "
                          "'neuron-sim[mpi]'") from None
-    timeout = DEFAULT_TIMEOUT if args.timeout is None else (args.timeout or None)
+    if args.output_per_rank:
+        from interpreter.backends.mpi.launch import check_per_rank_outputs
+        check_per_rank_outputs(args.output, [args.module, args.inputs])
+    timeout = None if args.timeout == float("inf") else args.timeout
     try:
         result = run_mpi(module, inputs, topology, mode=args.mpi_mode, timeout=timeout,
                          seed=args.seed, gather=not args.output_per_rank)

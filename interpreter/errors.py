@@ -98,3 +98,7 @@ def describe(instruction: HloInstruction) -> str:
     if len(text) > _DESCRIPTION_LIMIT:
         text = text[:_DESCRIPTION_LIMIT - 3] + "..."
     return text
+
+
+class ExecutionTimeout(InterpreterError):
+    """The run did not finish within its time limit (a loop that may never end)."""

@@ -8,11 +8,21 @@ values identical on every row are held once (``interpreter.values``).
 
 Collectives go through ``self.transport`` (``interpreter.transport``), so a backend that runs
 devices in several processes reuses this evaluator and the ops and swaps only the transport.
+
+Time limits: an evaluator with a deadline checks it before every instruction and every call of
+a computation (so every iteration of a while), and raises ``ExecutionTimeout`` once it has
+passed. Unlike an alarm signal this works off the main thread; it cannot stop one long numpy
+call, only the next step after it. ``time_limit(seconds)`` sets the deadline of every evaluator
+created inside it (in the current thread or task): the verifier bounds each execution so,
+whatever runner executes it.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+import contextlib
+import contextvars
+import time
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -20,7 +30,7 @@ from neuron_sim.hlo import ElementType, HloComputation, HloInstruction, HloModul
 from neuron_sim.hlo.shapes import ArrayShape, Shape, TupleShape
 from neuron_sim.topology import Topology
 
-from interpreter.errors import ExecutionError, InterpreterError, Unimplemented
+from interpreter.errors import ExecutionError, ExecutionTimeout, InterpreterError, Unimplemented
 from interpreter.ops import REGISTRY
 from interpreter.transport import Transport
 from interpreter.values import (TOKEN, PerDevice, Replicated, TupleValue, Value, batched,
@@ -101,12 +111,53 @@ class OpContext:
 _Plan = list[tuple[HloInstruction, tuple[HloInstruction, ...], tuple[HloInstruction, ...], object]]
 
 
+class Deadline:
+    """A point in ``time.monotonic()`` time, and the limit in seconds it came from (for the
+    message)."""
+
+    __slots__ = ("at", "seconds")
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = float(seconds)
+        self.at = time.monotonic() + self.seconds
+
+    def check(self) -> None:
+        """Raise ExecutionTimeout if the deadline has passed."""
+        if time.monotonic() > self.at:
+            raise ExecutionTimeout(f"did not finish within {self.seconds:g} s")
+
+
+_AMBIENT_DEADLINE: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar(
+    "interpreter_deadline", default=None)
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """Every evaluator created inside stops with ExecutionTimeout after ``seconds`` (None: no
+    limit; an enclosing, earlier limit still applies)."""
+    if seconds is None:
+        yield
+        return
+    token = _AMBIENT_DEADLINE.set(earliest(_AMBIENT_DEADLINE.get(), Deadline(seconds)))
+    try:
+        yield
+    finally:
+        _AMBIENT_DEADLINE.reset(token)
+
+
+def earliest(*deadlines: Deadline | None) -> Deadline | None:
+    """The deadline that comes first (None: no deadline)."""
+    present = [d for d in deadlines if d is not None]
+    return min(present, key=lambda d: d.at) if present else None
+
+
 class Evaluator:
     """Executes computations of one module on one topology through one transport."""
 
     def __init__(self, module: HloModule, topology: Topology, transport: Transport,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, deadline: Deadline | None = None) -> None:
         self.module = module
+        self.deadline = earliest(deadline, _AMBIENT_DEADLINE.get())
         self.topology = topology
         self.transport = transport
         self.seed = 0 if seed is None else int(seed)
@@ -132,8 +183,13 @@ class Evaluator:
         plan = self._plans.get(computation)
         if plan is None:
             plan = self._plans[computation] = _make_plan(computation)
+        deadline = self.deadline
+        if deadline is not None:
+            deadline.check()
         env: dict[HloInstruction, Value] = {}
         for inst, operands, dead, implementation in plan:
+            if deadline is not None:
+                deadline.check()
             if implementation is _PARAMETER:
                 number = inst.parameter_number
                 if number >= len(args):
@@ -368,4 +424,5 @@ def _make_plan(computation: HloComputation) -> _Plan:
             for i, inst in enumerate(order)]
 
 
-__all__ = ["Evaluator", "Frame", "OpContext", "batched", "wrap_result"]
+__all__ = ["Deadline", "Evaluator", "Frame", "OpContext", "batched", "earliest", "time_limit",
+           "wrap_result"]

@@ -7,7 +7,7 @@ spelled here once, so every command reads the same flags the same way and fails 
 * exit codes — 0 success, 1 the check found a problem, 2 bad usage or bad input, 130 interrupted;
 * errors — ``UserError`` (neuron_sim.errors) is the user's to fix: one sentence, exit 2; any
   other exception is our bug: an internal error with a pointer to ``--debug``;
-* flag groups — ``--json``, the topology options, ``--seed``, ``--timeout``;
+* flag groups — ``--json``, the topology options, ``--seed``, ``--timeout``, ``--max-memory``;
 * the prologue — read MODULE.hlo and the topology the user asked for.
 """
 
@@ -29,10 +29,10 @@ EXIT_INTERRUPTED = 130
 
 __all__ = [
     "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PROBLEM", "EXIT_USAGE", "UsageError", "UserError",
-    "add_command", "add_json_argument", "add_seed_argument", "add_timeout_argument",
-    "add_topologies_argument", "add_topology_arguments",
-    "error_message", "is_user_error", "load_module", "module_and_topology", "print_json",
-    "topologies_from_args", "topology_from_args",
+    "add_command", "add_json_argument", "add_max_memory_argument", "add_seed_argument",
+    "add_timeout_argument", "add_topologies_argument", "add_topology_arguments",
+    "error_message", "is_user_error", "load_module", "module_and_topology", "parse_size",
+    "print_json", "topologies_from_args", "topology_from_args",
 ]
 
 
@@ -87,8 +87,50 @@ def add_seed_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup,
 
 def add_timeout_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *,
                          default: float | None, help: str, metavar: str = "SECONDS") -> None:
-    """``--timeout SECONDS``: a time limit (0 disables it where the command says so)."""
-    parser.add_argument("--timeout", type=float, default=default, metavar=metavar, help=help)
+    """``--timeout SECONDS``: a time limit, a positive number of seconds (``inf``: none); zero,
+    a negative number or NaN is a usage error."""
+    parser.add_argument("--timeout", type=_seconds, default=default, metavar=metavar, help=help)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, not {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(
+            f"the time limit must be a positive number of seconds (inf for none), not {text}")
+    return value
+
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": 2 ** 10, "kb": 10 ** 3, "kib": 2 ** 10, "m": 2 ** 20,
+               "mb": 10 ** 6, "mib": 2 ** 20, "g": 2 ** 30, "gb": 10 ** 9, "gib": 2 ** 30,
+               "t": 2 ** 40, "tb": 10 ** 12, "tib": 2 ** 40}
+
+
+def parse_size(text: str) -> int:
+    """``"512M"``, ``"1.5GiB"``, ``"4GB"``, ``"1000"`` -> bytes (K/M/G/T and KiB.. are binary,
+    KB/MB/GB/TB decimal); a non-positive or malformed size is an ``ArgumentTypeError``."""
+    stripped = text.strip().lower()
+    number = stripped.rstrip("abcdefghijklmnopqrstuvwxyz ")
+    unit = stripped[len(number):].strip()
+    try:
+        value = float(number) * _SIZE_UNITS[unit]
+    except (ValueError, KeyError):
+        raise argparse.ArgumentTypeError(
+            f"expected a size such as 512M, 8G or 1.5GiB, not {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"the memory limit must be positive, not {text}")
+    return int(value)
+
+
+def add_max_memory_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *,
+                            help: str) -> None:
+    """``--max-memory SIZE``: refuse a run whose estimated memory exceeds SIZE (bytes, or with
+    a unit: 512M, 8G); the default (None) is the executing package's (half the memory
+    available)."""
+    parser.add_argument("--max-memory", type=parse_size, default=None, metavar="SIZE",
+                        help=help)
 
 
 # --------------------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ def check_modules(before: HloModule, after: HloModule, topologies: Topologies = 
                   inputs: Sequence[Any] | None = None, contract: Contract | str = "exact",
                   backend: str = "local", runner: Runner | None = None,
                   minimize: bool = True, name: str | None = None,
-                  timeout: float | None = DEFAULT_TIMEOUT,
+                  timeout: float | None = DEFAULT_TIMEOUT, max_memory: int | None = None,
                   checks: Sequence[Check] = CHECKS) -> VerificationResult:
     """Is ``after`` a correct replacement for ``before`` on every device of ``topologies``?
 
@@ -60,11 +60,13 @@ def check_modules(before: HloModule, after: HloModule, topologies: Topologies = 
     ``shape`` or ``[D, *shape]``) replaces them. ``contract`` (a ``passes.contracts`` object or
     its name) decides which differences are allowed. An UNSOUND result is minimized unless
     ``minimize`` is False. ``timeout`` bounds one execution of the source, in seconds (None: no
-    bound). ``checks`` are run in order (default: ``checks.CHECKS``).
+    bound; the target gets ``execution.target_limit``). ``max_memory`` (bytes) refuses an
+    execution whose estimated memory exceeds it (an ERROR verdict; it configures the default
+    runner). ``checks`` are run in order (default: ``checks.CHECKS``).
     """
     contract = contract_of(contract)
     topologies = normalize_topologies(topologies, before)
-    runner = runner or default_runner(backend)
+    runner = runner or default_runner(backend, max_memory)
     verdicts = [verify_topology(before, after, topology, trials=trials, seed=seed, inputs=inputs,
                                 contract=contract, runner=runner, timeout=timeout, checks=checks)
                 for topology in topologies]
@@ -79,7 +81,7 @@ def check_pass(module: HloModule, passes: Any, topologies: Topologies = None, *,
                trials: int = DEFAULT_TRIALS, seed: int = 0, inputs: Sequence[Any] | None = None,
                backend: str = "local", runner: Runner | None = None, minimize: bool = True,
                name: str | None = None, timeout: float | None = DEFAULT_TIMEOUT,
-               pass_options: Mapping[str, str] | None = None,
+               max_memory: int | None = None, pass_options: Mapping[str, str] | None = None,
                checks: Sequence[Check] = CHECKS) -> VerificationResult:
     """Run ``passes`` on a copy of ``module`` for each topology and check each rewrite.
 
@@ -88,14 +90,15 @@ def check_pass(module: HloModule, passes: Any, topologies: Topologies = None, *,
     ``PassContext`` (an option no pass declares raises ``UnknownPassOptionError`` before anything
     runs). The comparison follows the passes' weakest contract. An UNSOUND result is minimized by
     shrinking the *source* and re-running the passes on it, so the reported pair is one the
-    passes really produce.
+    passes really produce. ``timeout`` and ``max_memory`` mean what they mean for
+    ``check_modules``.
     """
     hlo_passes = pass_list(passes)
     options = dict(pass_options or {})
     resolve_pass_options(hlo_passes, options)
     contract = weakest(p.contract for p in hlo_passes)
     topologies = normalize_topologies(topologies, module)
-    runner = runner or default_runner(backend)
+    runner = runner or default_runner(backend, max_memory)
     verdicts: list[TopologyVerdict] = []
     for topology in topologies:
         context = PassContext(topology=topology, options=options)

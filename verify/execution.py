@@ -9,18 +9,16 @@ source and the target.
 
 from __future__ import annotations
 
-import contextlib
 import enum
-import signal
-import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Callable
 
 import numpy as np
 
 import interpreter
-from interpreter.errors import CollectiveMismatchError, Unimplemented
+from interpreter.errors import CollectiveMismatchError, ExecutionTimeout, Unimplemented
+from interpreter.memory import MemoryLimitExceeded
 from neuron_sim.hlo.ir import HloModule
 from neuron_sim.hlo.literals import ElidedLiteralError
 from neuron_sim.topology import Topology
@@ -33,15 +31,18 @@ Runner = Callable[[HloModule, list, Topology, int], list]
 """``runner(module, inputs, topology, seed) -> per-leaf [D, *shape] arrays``."""
 
 # Our limitations, not the module's fault: an op the interpreter lacks, a constant whose values
-# the dump elided (``{...}``), an operation numpy or ml_dtypes lacks for a dtype.
-UNSUPPORTED_ERRORS = (Unimplemented, ElidedLiteralError, NotImplementedError)
+# the dump elided (``{...}``), an operation numpy or ml_dtypes lacks for a dtype, a run that
+# would need more memory than the limit.
+UNSUPPORTED_ERRORS = (Unimplemented, ElidedLiteralError, NotImplementedError,
+                      MemoryLimitExceeded)
 
 
-def default_runner(backend: str = "local") -> Runner:
-    """``interpreter.run`` on ``backend`` ("local" or "mpi")."""
+def default_runner(backend: str = "local", max_memory: int | None = None) -> Runner:
+    """``interpreter.run`` on ``backend`` ("local" or "mpi"), refusing a run whose estimated
+    memory exceeds ``max_memory`` bytes (None: no limit)."""
     def runner(module: HloModule, inputs: list, topology: Topology, seed: int) -> list:
         return list(interpreter.run(module, input_arrays(inputs), topology=topology,
-                                    backend=backend, seed=seed))
+                                    backend=backend, seed=seed, max_memory=max_memory))
 
     return runner
 
@@ -53,10 +54,6 @@ class Failure(enum.Enum):
     UNSUPPORTED = "unsupported"
     TIMEOUT = "timeout"
     EXECUTION = "execution"
-
-
-class ExecutionTimeout(Exception):
-    """An execution ran longer than the verifier's limit (a loop that may never end)."""
 
 
 def _exception_chain(exc: BaseException) -> list[BaseException]:
@@ -102,41 +99,26 @@ class Outcome:
         return describe_exception(self.error) if self.error is not None else ""
 
 
-@contextlib.contextmanager
-def time_limit(seconds: float | None) -> Iterator[None]:
-    """Raise ExecutionTimeout in the main thread after ``seconds`` (no limit elsewhere: signals
-    reach only the main thread)."""
-    usable = seconds is not None and seconds > 0 and hasattr(signal, "setitimer") and \
-        threading.current_thread() is threading.main_thread()
-    if not usable:
-        yield
-        return
-
-    def expire(signum: int, frame: Any) -> None:
-        raise ExecutionTimeout(f"did not finish within {seconds:g} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def execute(runner: Runner, module: HloModule, inputs: list, topology: Topology,
             seed: int, limit: float | None = None) -> Outcome:
-    """Run ``module``; a failure (or running past ``limit`` seconds) is classified, not raised."""
+    """Run ``module``; a failure (or running past ``limit`` seconds) is classified, not raised.
+
+    The limit reaches every interpreter run the runner makes (``interpreter.time_limit``: the
+    evaluator stops between instructions, in any thread); a runner that returns late by other
+    means is judged by the clock.
+    """
     started = time.perf_counter()
     with np.errstate(all="ignore"):
         try:
-            with time_limit(limit):
+            with interpreter.time_limit(limit):
                 outputs = runner(module, inputs, topology, seed)
+            seconds = time.perf_counter() - started
+            if limit is not None and seconds > limit:
+                raise ExecutionTimeout(f"did not finish within {limit:g} s")
         except Exception as exc:  # noqa: BLE001 - every failure is classified and reported
             return Outcome(failure=classify_failure(exc), error=exc,
                            seconds=time.perf_counter() - started)
-    return Outcome(outputs=[np.asarray(o) for o in outputs],
-                   seconds=time.perf_counter() - started)
+    return Outcome(outputs=[np.asarray(o) for o in outputs], seconds=seconds)
 
 
 def target_limit(timeout: float | None, source: Outcome) -> float | None:
