@@ -352,6 +352,19 @@ def attribute_rank(name: str) -> int:
     return _ORDER_RANK.get(name, len(ATTRIBUTE_ORDER) - 2)
 
 
+_MESH_BEFORE_DEVICE_IDS = re.compile(r"mesh\s*\[[^\]]*\]")
+
+
+def attribute_value_continues(name: str, value: str) -> bool:
+    """True when the ',' after ``value`` is inside the attribute, not before the next one.
+
+    Mesh-form replica groups carry a comma of their own, ``mesh[...], device_ids=(...) {...}``:
+    a ``mesh[...]`` not yet followed by its ``{axes}`` goes on past the comma, as XLA's parser
+    reads it.
+    """
+    return name == "replica_groups" and _MESH_BEFORE_DEVICE_IDS.fullmatch(value) is not None
+
+
 def parse_attribute(name: str, text: str) -> Any:
     """The typed value of attribute ``name`` written as ``text`` (Raw when the name is unknown)."""
     codec = CODECS.get(name)

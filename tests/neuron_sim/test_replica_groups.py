@@ -305,3 +305,201 @@ def test_each_source_target_rule_rejects_a_breaking_example(
 ) -> None:
     with pytest.raises(ReplicaGroupError, match=fragment):
         SourceTargetPairs(pairs).validate(n)
+
+
+# --------------------------------------------------------------------------------------------
+# Mesh-form replica groups. Expected groups come from XLA's replica_group_test.cc
+# (MeshAxesReplicaGroupListTest: MaterializedReplicaGroups*, NumReplicaGroups,
+# ReplicaGroupsCountAndSizeForSubaxes) or from a derivation in the test's docstring.
+
+
+def _mesh_text(axes: str, refs: str, devices: str = "") -> str:
+    return f"mesh[{axes}]{devices} {{{refs}}}"
+
+
+@pytest.mark.parametrize(
+    ("axes", "refs", "expected"),
+    [
+        # MaterializedReplicaGroups: mesh {x=2, y=2}.
+        ("x=2,y=2", "x", ((0, 2), (1, 3))),
+        ("x=2,y=2", "y", ((0, 1), (2, 3))),
+        ("x=2,y=2", "x,y", ((0, 1, 2, 3),)),
+        # MaterializedReplicaGroupsWithSubaxes: mesh {a=6, b=6}.
+        ("a=6,b=6", "a:(1)2", tuple((i, i + 18) for i in range(18))),
+        ("a=6,b=6", "a:(1)3", tuple((i, i + 12, i + 24) for i in range(12))),
+        ("a=6,b=6", "a:(3)2",
+         tuple((base + i, base + i + 6) for base in (0, 12, 24) for i in range(6))),
+        ("a=6,b=6", "b:(1)2",
+         tuple((row + i, row + i + 3) for row in range(0, 36, 6) for i in range(3))),
+        ("a=6,b=6", "b:(1)3",
+         tuple((row + i, row + i + 2, row + i + 4) for row in range(0, 36, 6) for i in range(2))),
+        ("a=6,b=6", "b:(3)2", tuple((i, i + 1) for i in range(0, 36, 2))),
+        ("a=6,b=6", "a:(1)2,b:(1)2",
+         ((0, 3, 18, 21), (1, 4, 19, 22), (2, 5, 20, 23), (6, 9, 24, 27), (7, 10, 25, 28),
+          (8, 11, 26, 29), (12, 15, 30, 33), (13, 16, 31, 34), (14, 17, 32, 35))),
+        ("a=6,b=6", "a:(1)3,b:(1)3",
+         ((0, 2, 4, 12, 14, 16, 24, 26, 28), (1, 3, 5, 13, 15, 17, 25, 27, 29),
+          (6, 8, 10, 18, 20, 22, 30, 32, 34), (7, 9, 11, 19, 21, 23, 31, 33, 35))),
+        ("a=6,b=6", "b:(1)3,a:(1)3",
+         ((0, 12, 24, 2, 14, 26, 4, 16, 28), (1, 13, 25, 3, 15, 27, 5, 17, 29),
+          (6, 18, 30, 8, 20, 32, 10, 22, 34), (7, 19, 31, 9, 21, 33, 11, 23, 35))),
+        ("a=6,b=6", "a:(3)2,b:(3)2",
+         ((0, 1, 6, 7), (2, 3, 8, 9), (4, 5, 10, 11), (12, 13, 18, 19), (14, 15, 20, 21),
+          (16, 17, 22, 23), (24, 25, 30, 31), (26, 27, 32, 33), (28, 29, 34, 35))),
+    ],
+)
+def test_mesh_groups_expand_as_in_xlas_tests(axes: str, refs: str, expected: tuple) -> None:
+    assert ReplicaGroups.from_text(_mesh_text(axes, refs)).groups == expected
+
+
+@pytest.mark.parametrize(
+    ("refs", "iota"),
+    [
+        ("a:(1)2", "[4,2]<=[2,4]T(1,0)"),
+        ("a:(1)4", "[2,4]<=[4,2]T(1,0)"),
+        ("a:(2)2", "[4,2]<=[2,2,2]T(0,2,1)"),
+        ("a:(2)4", "[2,4]<=[8]"),
+        ("a:(4)2", "[4,2]<=[8]"),
+        ("a:(1)2,a:(4)2", "[2,4]<=[2,2,2]T(1,0,2)"),
+        ("a:(4)2,a:(1)2", "[2,4]<=[2,2,2]T(1,2,0)"),
+        ("a", "[1,8]<=[8]"),
+    ],
+)
+def test_sub_axes_of_one_axis_give_the_iota_groups_xla_pairs_them_with(
+    refs: str, iota: str
+) -> None:
+    """MaterializedReplicaGroupsMatchExpectedV2: mesh {a=8}, each form against its iota form."""
+    mesh = ReplicaGroups.from_text(_mesh_text("a=8", refs))
+    assert mesh.groups == ReplicaGroups.from_text(iota).groups
+
+
+def test_mesh_groups_follow_an_explicit_device_order() -> None:
+    """MaterializedReplicaGroupsRespectNonIotaDeviceOrdering: devices {{3,1},{0,2}}."""
+    x = ReplicaGroups.from_text("mesh[x=2,y=2], device_ids=(3,1,0,2) {x}")
+    y = ReplicaGroups.from_text("mesh[x=2,y=2], device_ids=(3,1,0,2) {y}")
+    assert sorted(x.groups) == [(1, 2), (3, 0)]
+    assert sorted(y.groups) == [(0, 2), (3, 1)]
+
+
+def test_mesh_groups_follow_an_iota_device_order() -> None:
+    """``device_ids=([2,4]T(1,0))`` on a 4x2 mesh: arange(8).reshape(2,4).T is
+    [[0,4],[1,5],[2,6],[3,7]]; grouping over axis 0 reads its columns, over axis 1 its rows."""
+    mesh = "mesh['axis_0'=4,'axis_1'=2], device_ids=([2,4]T(1,0))"
+    over_0 = ReplicaGroups.from_text(f"{mesh} {{'axis_0'}}")
+    over_1 = ReplicaGroups.from_text(f"{mesh} {{'axis_1'}}")
+    assert over_0.groups == ((0, 1, 2, 3), (4, 5, 6, 7))
+    assert over_1.groups == ((0, 4), (1, 5), (2, 6), (3, 7))
+
+
+@pytest.mark.parametrize(
+    ("axes", "refs", "count", "size"),
+    [
+        ("x=4,y=4", "x,y", 1, 16),
+        ("a=3,b=5", "a", 5, 3),
+        ("a=3,b=5", "b", 3, 5),
+        ("axis1=2,axis2=6,axis3=10", "axis2:(2)3", 40, 3),
+        ("axis1=2,axis2=6,axis3=10", "axis3:(1)2", 60, 2),
+        ("alpha=6,beta=35,gamma=143", "alpha:(1)2,beta:(1)5,gamma:(1)11", 3 * 7 * 13, 2 * 5 * 11),
+        ("alpha=6,beta=35,gamma=143", "alpha:(2)3,beta:(5)7,gamma:(11)13", 2 * 5 * 11, 3 * 7 * 13),
+    ],
+)
+def test_mesh_group_counts_and_sizes_as_in_xlas_tests(
+    axes: str, refs: str, count: int, size: int
+) -> None:
+    value = ReplicaGroups.from_text(_mesh_text(axes, refs))
+    assert value.num_groups == count
+    assert value.group_sizes == (size,) * count
+    assert np.asarray(value.groups).shape == (count, size)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mesh['axis_0'=4,'axis_1'=2] {'axis_0'}",
+        "mesh['axis_0'=8,'axis_1'=1] {'axis_0'}",
+        "mesh['axis_0'=2,'axis_1'=4], device_ids=([2,2,2]T(0,2,1)) {'axis_1':(2)2}",
+        "mesh['axis_0'=4,'axis_1'=2], device_ids=([4,2]T(1,0)) {'axis_1'}",
+        "mesh[a=2,b=4,c=4,d=2], device_ids=([4,16]T(1,0)) {a,b:(1)2,d}",
+        "mesh[ooo=10], device_ids=(8,3,7,5,4,2,6,0,1,9) {ooo:(5)2}",
+        "mesh[u=10,v=12,w=15] {u,v}",
+        "mesh[x=8] {}",
+        "mesh[x=2,y=4] {1,0}",
+    ],
+)
+def test_mesh_form_prints_back_as_written(text: str) -> None:
+    value = ReplicaGroups.from_text(text)
+    assert value.is_mesh and not value.is_iota and not value.is_empty
+    assert value.to_text() == text
+    assert ReplicaGroups.from_text(value.to_text()) == value
+
+
+def test_mesh_groups_run_over_the_listed_axes_in_the_listed_order() -> None:
+    """Mesh x=2, y=4 holds [[0,1,2,3],[4,5,6,7]]; {x,y} ranks x-major, {y,x} y-major."""
+    xy = ReplicaGroups.from_text("mesh[x=2,y=4] {x,y}")
+    yx = ReplicaGroups.from_text("mesh[x=2,y=4] {y,x}")
+    assert xy.groups == ((0, 1, 2, 3, 4, 5, 6, 7),)
+    assert yx.groups == ((0, 4, 1, 5, 2, 6, 3, 7),)
+    assert ReplicaGroups.from_text("mesh[x=2,y=4] {1,0}").groups == yx.groups
+
+
+def test_no_group_axes_give_one_group_per_device() -> None:
+    assert ReplicaGroups.from_text("mesh[x=2,y=2] {}").groups == ((0,), (1,), (2,), (3,))
+
+
+def test_mesh_constructor_matches_the_parsed_form() -> None:
+    built = ReplicaGroups.mesh({"axis_0": 2, "axis_1": 4}, ["axis_1:(2)2"],
+                               device_reshape=[2, 2, 2], device_perm=[0, 2, 1])
+    parsed = ReplicaGroups.from_text(
+        "mesh['axis_0'=2,'axis_1'=4], device_ids=([2,2,2]T(0,2,1)) {'axis_1':(2)2}")
+    assert built == parsed
+    assert built.to_text() == parsed.to_text()
+
+
+def test_mesh_and_explicit_with_the_same_groups_are_different_values() -> None:
+    mesh = ReplicaGroups.from_text("mesh[x=2,y=2] {x}")
+    explicit = ReplicaGroups.explicit(mesh.groups)
+    assert mesh != explicit and mesh.groups == explicit.groups
+    with pytest.raises(ReplicaGroupError, match="not both explicit and mesh"):
+        ReplicaGroups(explicit=((0,),), mesh=mesh.mesh)
+
+
+@pytest.mark.parametrize(
+    ("text", "offset", "fragment"),
+    [
+        ("mesh[x=2,y=2] {z}", 15, "axis 'z', which is not in the mesh"),
+        ("mesh[x=2,x=2] {x}", 9, "appears twice"),
+        ("mesh[x=0] {}", 5, "sizes must be positive"),
+        ("mesh[x=4], device_ids=([2,3]T(1,0)) {x}", 23, "hold 6 ids but the mesh [4] has 4"),
+        ("mesh[x=4], device_ids=([2,2]) {x}", 23, "need a T(...)"),
+        ("mesh[x=4], device_ids=([4]T(0)) {x}", 23, "take no T(...)"),
+        ("mesh[x=4], device_ids=([2,2]T(0,0)) {x}", 23, "not a permutation"),
+        ("mesh[x=4], device_ids=(0,1,2) {x}", 23, "list 3 ids but the mesh [4] has 4"),
+        ("mesh[x=4], device_ids=(0,1,2,2) {x}", 23, "permutation of 0..3"),
+        ("mesh[x=4], device_ids=(0,1,2,3) {x}", 23, "default"),
+        ("mesh[u=10] {u:(8)2}", 12, "does not fit axis 'u' of size 10"),
+        ("mesh[u=10] {u:(2)8}", 12, "does not fit"),
+        ("mesh[u=10] {u:(1)10}", 12, "does not fit"),
+        ("mesh[u=10] {u:(1)1}", 12, "size of at least 2"),
+        ("mesh[u=30] {u:(6)5,u:(10)3}", 19, "overlapping"),
+        ("mesh[x=4,y=2] {x,x}", 17, "grouped over twice"),
+        ("mesh[x=4,y=2] {x:(1)2,x}", 22, "grouped over twice"),
+        ("mesh[u=8] {u:(1)2,u:(2)2}", 18, "must be written as one sub-axis"),
+        ("mesh[x=4] {3}", 11, "axis 3 does not exist"),
+        ("mesh['x'=2,y=2] {x}", 11, "all quoted or all bare"),
+        ("mesh[] {}", 5, "expected a mesh axis name"),
+        ("mesh[x=4] 'x'", 10, "expected '{'"),
+        ("mesh[x=4] {x} extra", 14, "unexpected"),
+        ("maximal_mesh[device_id=0] {}", 0, "expected 'mesh'"),
+    ],
+)
+def test_malformed_mesh_forms_say_where(text: str, offset: int, fragment: str) -> None:
+    with pytest.raises(ReplicaGroupError) as info:
+        ReplicaGroups.from_text(text)
+    assert fragment in info.value.message
+    assert info.value.offset == offset
+
+
+def test_mesh_sub_axes_coexist_when_xla_says_they_may() -> None:
+    """ValidateSubAxesCoexistenceCheck: a:(1)2 with a:(4)2 on a=8, in either order."""
+    for refs in ("a:(1)2,a:(4)2", "a:(4)2,a:(1)2"):
+        assert ReplicaGroups.from_text(_mesh_text("a=8", refs)).group_sizes == (4, 4)
