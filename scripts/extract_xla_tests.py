@@ -484,6 +484,26 @@ def cause_of(file: str, disagreement: str) -> str:
     return next((cause for pattern, cause in CAUSES if re.search(pattern, line)), "other")
 
 
+def print_counts(entries: list[dict]) -> None:
+    """A markdown table of the modules by source and expectation."""
+    columns = ("accepted", "parses", "rejected_parser", "rejected_verifier", "rejected")
+    rows: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for entry in entries:
+        source = f"{FUZZ_DIR}/*.hlo" if entry["source"].startswith(FUZZ_DIR) else entry["source"]
+        rows[source].update([entry["expectation"]] + ["round trip"] * entry["round_trip"]
+                            + ["known"] * ("known" in entry))
+    print("| source | modules | " + " | ".join(columns) + " | round trip | disagreements |")
+    print("|---" * (len(columns) + 4) + "|")
+    total: collections.Counter[str] = collections.Counter()
+    for source, counts in sorted(rows.items(), key=lambda kv: -sum(kv[1][c] for c in columns)):
+        total.update(counts)
+        cells = [counts[c] for c in (*columns, "round trip", "known")]
+        print(f"| `{source}` | {sum(counts[c] for c in columns)} | "
+              + " | ".join(map(str, cells)) + " |")
+    cells = [total[c] for c in (*columns, "round trip", "known")]
+    print(f"| total | {len(entries)} | " + " | ".join(map(str, cells)) + " |\n")
+
+
 def measure(out: Path) -> int:
     """Judge every module, rewrite the manifest's known notes, print the causes (markdown)."""
     test_path = Path(__file__).resolve().parents[1] / "tests/neuron_sim/test_xla_corpus.py"
@@ -505,6 +525,7 @@ def measure(out: Path) -> int:
     manifest_path.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     total = len(manifest["modules"])
     known = sum(len(v) for v in groups.values())
+    print_counts(manifest["modules"])
     print(f"agreement: {total - known}/{total} = {(total - known) / total:.1%}\n")
     for cause, items in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         print(f"### {cause} ({len(items)})\n")
