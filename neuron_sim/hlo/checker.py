@@ -4,7 +4,10 @@
 and called computations, following XLA's ShapeInference (layouts ignored). ``check_instruction``
 and ``check_module`` verify a whole program the way XLA's HloVerifier does: operand counts,
 declared versus inferred shapes, called-computation signatures, parameter numbering, and the
-replica-group rules of the collectives (SEMANTICS.md §2).
+replica-group rules of the collectives (SEMANTICS.md §2), the call graph (no cycles), control
+predecessors and the attributes the parser keeps as text. ``allow_mixed_precision`` is XLA's
+HloVerifier option of that name: off, floating-point types of different precisions may not
+meet in one instruction; on, they may, and declared shapes are compared ignoring them.
 
 The rules themselves live in ``neuron_sim.hlo.checks``, one module per op family; inferring a
 shape (the builder) and checking a declared one (this module) run the same rule.
@@ -14,6 +17,11 @@ Choices where XLA is silent or lenient are documented on the rule that makes the
 from __future__ import annotations
 
 from neuron_sim.hlo.checks.core import Context, HloCheckError, Invalid, error_for, fmt
+from neuron_sim.hlo.checks.groups import smallest_topology
+from neuron_sim.hlo.checks.helpers import compatible_ignoring_fp
+from neuron_sim.hlo.checks.module import (check_call_graph, check_control_predecessors,
+                                          check_operand_layout_constraints,
+                                          check_result_accuracy)
 from neuron_sim.hlo.checks.registry import RULES
 from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
 from neuron_sim.hlo.opcodes import VARIADIC, Opcode
@@ -21,7 +29,29 @@ from neuron_sim.hlo.shapes import UNBOUNDED, Shape
 from neuron_sim.topology import Topology
 
 __all__ = ["HloCheckError", "check_instruction", "check_module", "check_operand_count",
-           "infer_shape"]
+           "infer_shape", "smallest_topology"]
+
+# XLA's CheckMixedPrecisionOperands lets these pass or group data of several precisions.
+_MIXED_PRECISION_EXEMPT = frozenset({
+    Opcode.CALL, Opcode.CONDITIONAL, Opcode.CONSTANT, Opcode.CONVOLUTION, Opcode.DOT,
+    Opcode.ALL_REDUCE, Opcode.ALL_REDUCE_START, Opcode.ALL_REDUCE_DONE, Opcode.ALL_GATHER,
+    Opcode.ALL_GATHER_START, Opcode.ALL_GATHER_DONE, Opcode.ASYNC_DONE, Opcode.ASYNC_UPDATE,
+    Opcode.ASYNC_START, Opcode.COPY_DONE, Opcode.COPY_START, Opcode.CUSTOM_CALL, Opcode.DOMAIN,
+    Opcode.FUSION, Opcode.GET_TUPLE_ELEMENT, Opcode.OPTIMIZATION_BARRIER, Opcode.INFEED,
+    Opcode.OUTFEED, Opcode.PARAMETER, Opcode.RECV, Opcode.RECV_DONE, Opcode.REDUCE_PRECISION,
+    Opcode.REDUCE_WINDOW, Opcode.SEND, Opcode.SEND_DONE, Opcode.SORT, Opcode.TUPLE,
+    Opcode.WHILE,
+})
+
+# XLA's CheckShape compares these exactly even with mixed precision: they move or reinterpret
+# data without converting it.
+_EXACT_RESULT = frozenset({
+    Opcode.BITCAST, Opcode.CALL, Opcode.CONDITIONAL, Opcode.CONSTANT, Opcode.COPY_DONE,
+    Opcode.COPY_START, Opcode.CUSTOM_CALL, Opcode.GET_TUPLE_ELEMENT, Opcode.INFEED,
+    Opcode.OUTFEED, Opcode.OPTIMIZATION_BARRIER, Opcode.PARAMETER, Opcode.RECV,
+    Opcode.RECV_DONE, Opcode.SEND, Opcode.SEND_DONE, Opcode.TUPLE, Opcode.WHILE,
+    Opcode.DYNAMIC_UPDATE_SLICE,
+})
 
 
 def _default_topology(inst: HloInstruction) -> Topology:
@@ -32,7 +62,8 @@ def _default_topology(inst: HloInstruction) -> Topology:
     return Topology(module.replica_count, module.num_partitions)
 
 
-def infer_shape(inst: HloInstruction, topology: Topology | None = None) -> Shape:
+def infer_shape(inst: HloInstruction, topology: Topology | None = None, *,
+                allow_mixed_precision: bool = False) -> Shape:
     """The shape ``inst`` must have (no layouts), per XLA's shape inference.
 
     Shapes that only the instruction itself can tell (reshape and broadcast dims, convert's
@@ -43,7 +74,7 @@ def infer_shape(inst: HloInstruction, topology: Topology | None = None) -> Shape
     rule = RULES.get(inst.opcode)
     if rule is None:
         raise error_for(inst, f"no shape rule for {inst.opcode.spelling}")
-    ctx = Context(inst, topology or _default_topology(inst))
+    ctx = Context(inst, topology or _default_topology(inst), allow_mixed_precision)
     try:
         return rule(ctx)
     except Invalid as exc:
@@ -72,16 +103,44 @@ def check_operand_count(inst: HloInstruction) -> None:
                               f"{'s' * (arity != 1)} but has {len(inst.operands)}")
 
 
-def check_instruction(inst: HloInstruction, topology: Topology | None = None) -> None:
+def _check_mixed_precision_operands(inst: HloInstruction) -> None:
+    """All floating-point operand leaves share one type, outside the ops XLA exempts."""
+    if inst.opcode in _MIXED_PRECISION_EXEMPT:
+        return
+    seen = None
+    for operand in inst.operands:
+        for leaf in operand.shape.leaves():
+            if not leaf.element_type.is_float:
+                continue
+            if seen is None:
+                seen = leaf.element_type
+            elif leaf.element_type is not seen:
+                raise error_for(inst, f"operands mix the floating-point types {seen} and "
+                                      f"{leaf.element_type}, but mixed precision is not "
+                                      f"allowed")
+
+
+def check_instruction(inst: HloInstruction, topology: Topology | None = None, *,
+                      allow_mixed_precision: bool = False) -> None:
     """Verify one instruction: operand count, a well-formed declared shape that matches the
-    inferred one (layouts ignored), and its opcode's rules (called-computation signatures,
-    replica groups). Raises HloCheckError naming the instruction and its computation."""
+    inferred one (layouts ignored; floating-point precision too with
+    ``allow_mixed_precision``, except where XLA compares exactly), its opcode's rules
+    (called-computation signatures, replica groups) and its text-kept attributes. Raises
+    HloCheckError naming the instruction and its computation."""
     check_operand_count(inst)
     problem = _check_declared_shape(inst.shape)
     if problem is not None:
         raise error_for(inst, problem)
-    inferred = infer_shape(inst, topology)
-    if not inferred.compatible(inst.shape):
+    check_operand_layout_constraints(inst)
+    check_result_accuracy(inst)
+    inferred = infer_shape(inst, topology, allow_mixed_precision=allow_mixed_precision)
+    if not allow_mixed_precision:
+        _check_mixed_precision_operands(inst)
+    if allow_mixed_precision and inst.opcode not in _EXACT_RESULT:
+        matches = compatible_ignoring_fp(inferred.without_layout(), inst.shape.without_layout())
+    else:
+        matches = inferred.compatible(inst.shape)
+    if not matches:
         raise error_for(inst, f"declared shape {fmt(inst.shape)} does not match the inferred "
                               f"shape {fmt(inferred)}")
 
@@ -115,14 +174,20 @@ def _check_structure(comp: HloComputation, module: HloModule) -> None:
         seen.add(inst)
 
 
-def check_module(module: HloModule, topology: Topology | None = None) -> None:
+def check_module(module: HloModule, topology: Topology | None = None, *,
+                 allow_mixed_precision: bool = False) -> None:
     """Verify every computation and instruction of ``module`` (XLA's HloVerifier, layouts
-    ignored). ``topology`` defaults to the header's replica_count x num_partitions. Raises
-    HloCheckError for the first problem found, in text order."""
+    ignored). ``topology`` defaults to the header's replica_count x num_partitions;
+    ``allow_mixed_precision`` is XLA's verifier option. Raises HloCheckError for the first
+    problem found: the call graph first (a cycle makes every later walk endless), then each
+    computation and instruction in text order."""
     if module.entry is None:
         raise HloCheckError(f"module {module.name} has no entry computation")
     topology = topology or Topology(module.replica_count, module.num_partitions)
     for comp in module.computations:
         _check_structure(comp, module)
+    check_call_graph(module)
+    for comp in module.computations:
+        check_control_predecessors(comp)
         for inst in comp.instructions:
-            check_instruction(inst, topology)
+            check_instruction(inst, topology, allow_mixed_precision=allow_mixed_precision)

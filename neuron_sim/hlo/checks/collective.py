@@ -8,7 +8,7 @@ from typing import Callable, Sequence
 
 from neuron_sim.hlo.checks.core import Context, Invalid, RuleTable, fmt
 from neuron_sim.hlo.checks.helpers import (array_shape, declared_result, declared_tail, join,
-                                           program_shape, tuple_element, tuple_or_single)
+                                           tuple_element, tuple_or_single)
 from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.replica_groups import ReplicaGroupError, ReplicaGroups, SourceTargetPairs
@@ -16,21 +16,6 @@ from neuron_sim.hlo.shapes import ArrayShape, Shape, TupleShape, scalar
 from neuron_sim.topology import GroupMode, group_mode, validate_replica_groups
 
 RULES = RuleTable("collective")
-
-
-def _check_binary_scalar_reducer(ctx: Context, types: Sequence[ElementType]) -> None:
-    """The to_apply of all-reduce / reduce-scatter: (T[], T[]) -> T[] for every operand type T."""
-    comp = ctx.computation("to_apply")
-    params, result = program_shape(comp)
-    if len(params) != 2:
-        raise Invalid(f"to_apply {comp.name} must take 2 parameters but takes {len(params)}")
-    for et in types:
-        expected = scalar(et)
-        for i, shape in enumerate(params + [result]):
-            if not expected.compatible(shape):
-                where = f"parameter {i}" if i < 2 else "the result"
-                raise Invalid(f"{where} of to_apply {comp.name} has shape {fmt(shape)} but "
-                              f"the operands are {et}, so it must be {fmt(expected)}")
 
 
 def _mode(ctx: Context, sync_opcode: Opcode | None = None) -> GroupMode:
@@ -104,12 +89,11 @@ def _device_id(ctx: Context) -> Shape:
 
 @RULES.rule(Opcode.ALL_REDUCE, Opcode.ALL_REDUCE_START)
 def _all_reduce(ctx: Context) -> Shape:
-    """The operands (a tuple if several); groups may differ in size; to_apply is
-    (T[], T[]) -> T[] for the operands' element type."""
+    """The operands (a tuple if several); groups may differ in size. XLA's verifier does not
+    hold to_apply against the operands' element type (HandleAllReduce), nor do we."""
     ctx.require_operands(at_least=1)
     shapes = ctx.arrays()
     _checked_group_size(ctx, uniform=False)
-    _check_binary_scalar_reducer(ctx, sorted({s.element_type for s in shapes}, key=str))
     return tuple_or_single(shapes)
 
 
@@ -151,12 +135,12 @@ def _all_gather_start(ctx: Context) -> Shape:
 
 @RULES.rule(Opcode.REDUCE_SCATTER)
 def _reduce_scatter(ctx: Context) -> Shape:
-    """Dimension d divided by the group size, which must divide it."""
+    """Dimension d divided by the group size, which must divide it; to_apply is not held
+    against the operand type (XLA's HandleReduceScatter does not)."""
     ctx.require_operands(at_least=1)
     shapes = ctx.arrays()
     n = _checked_group_size(ctx, uniform=True)
     d = _collective_dim(ctx, shapes)
-    _check_binary_scalar_reducer(ctx, sorted({s.element_type for s in shapes}, key=str))
     declared = declared_result(ctx, [] if len(shapes) == 1 else [0])
     shards = _shard_count(ctx, n, shapes[0], d, declared, gather=False)
     results = []
@@ -215,24 +199,42 @@ def _is_inplace_permute(ctx: Context) -> bool:
         isinstance(s, ArrayShape) for s in ctx.shapes())
 
 
+def _allowed_multiplicity(ctx: Context) -> int:
+    """How often one id may be a source (and a target): once, except for the in-place form,
+    which sends one slice per offset: as often as the input offsets tuple has elements (of its
+    first element, when the buffers are tuples). XLA's CheckDuplicatedSourceOrTarget."""
+    if ctx.operand_count != 4 or not _is_inplace_permute(ctx):
+        return 1
+    offsets = ctx.shape(2)
+    if not isinstance(offsets, TupleShape):
+        return 1
+    if isinstance(ctx.shape(0), TupleShape):
+        first = offsets.elements[0] if offsets.elements else None
+        return len(first.elements) if isinstance(first, TupleShape) else 1
+    return len(offsets.elements)
+
+
 def _check_source_target_pairs(ctx: Context, sync_opcode: Opcode) -> None:
-    """Ids in range for the mode (replicas or partitions; skipped when there is one, as XLA
-    does) and each id at most once as a source and once as a target."""
+    """Ids non-negative and in range for the mode (replicas or partitions; no bound when there
+    is one, as XLA does), and each id at most the allowed number of times as a source and as a
+    target (XLA's CheckDuplicatedSourceOrTarget)."""
     mode = _mode(ctx, sync_opcode)
     pairs = ctx.inst.attrs.get("source_target_pairs") or SourceTargetPairs()
     n = ctx.topology.replica_count if mode is GroupMode.CROSS_REPLICA \
         else ctx.topology.num_partitions
-    ids = [i for pair in pairs.pairs for i in pair]
-    limit = n if n > 1 else max(ids + [0]) + 1
-    try:
-        if _is_inplace_permute(ctx):
-            for i in ids:
-                if not 0 <= i < limit:
-                    raise ReplicaGroupError(f"source-target id {i} is out of range 0..{limit - 1}")
-        else:
-            pairs.validate(limit)
-    except ReplicaGroupError as exc:
-        raise Invalid(f"{exc} ({mode} mode)") from None
+    allowed = _allowed_multiplicity(ctx)
+    sources: dict[int, int] = {}
+    targets: dict[int, int] = {}
+    for source, target in pairs.pairs:
+        for role, i, seen in (("source", source, sources), ("target", target, targets)):
+            if i < 0 or (n > 1 and i >= n):
+                raise Invalid(f"{role} {i} of source-target pair {{{source},{target}}} is out "
+                              f"of range: ids must be in 0..{n - 1} ({mode} mode)")
+            seen[i] = seen.get(i, 0) + 1
+            if seen[i] > allowed:
+                times = "once" if allowed == 1 else f"{allowed} times"
+                raise Invalid(f"{role} {i} appears more than {times} in the source-target "
+                              f"pairs ({mode} mode)")
 
 
 @RULES.rule(Opcode.COLLECTIVE_PERMUTE)
@@ -248,12 +250,14 @@ def _collective_permute(ctx: Context) -> Shape:
 @RULES.rule(Opcode.COLLECTIVE_PERMUTE_START)
 def _collective_permute_start(ctx: Context) -> Shape:
     """(operand, result, context...) with result shaped like the operand; the u32[] context
-    elements are backend-defined and taken as declared (XLA does the same)."""
+    elements are backend-defined and taken as declared (XLA does the same). One operand must
+    be an array; several are tupled as they are, tuples included (XLA's
+    InferCollectivePermuteStartShape checks only the single operand)."""
     ctx.require_operands(at_least=1)
     _check_source_target_pairs(ctx, Opcode.COLLECTIVE_PERMUTE)
     if _is_inplace_permute(ctx):
         value = (ctx.shape(0), ctx.shape(1))
     else:
-        operand = tuple_or_single(ctx.arrays())
+        operand = ctx.array(0) if ctx.operand_count == 1 else TupleShape(tuple(ctx.shapes()))
         value = (operand, operand)
     return TupleShape(value + declared_tail(ctx, 2))

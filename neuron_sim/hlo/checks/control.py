@@ -8,8 +8,8 @@ from __future__ import annotations
 from neuron_sim.hlo.checks.core import Context, Invalid, RuleTable, fmt
 from neuron_sim.hlo.checks.helpers import (array_shape, check_call_signature,
                                            compatible_ignoring_fp, declared_tail, is_scalar_array,
-                                           join, program_shape, require_same_dims,
-                                           tuple_element)
+                                           program_shape, require_parameter_types,
+                                           require_same_dims, tuple_element)
 from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import Shape, TupleShape, scalar
@@ -31,13 +31,12 @@ def _call(ctx: Context) -> Shape:
 
 @RULES.rule(Opcode.MAP)
 def _map(ctx: Context) -> Shape:
-    """Operands share dims; to_apply takes one scalar per operand; result type from it."""
+    """Operands share dims; to_apply takes one scalar per operand; result type from it. The
+    ``dimensions=`` attribute is not read: XLA's HandleMap maps over every dimension whatever
+    it says (b/65689298)."""
     ctx.require_operands(at_least=1)
     shapes = ctx.arrays()
     require_same_dims(shapes, "map operand")
-    dims = ctx.dims_attr("dimensions", tuple(range(shapes[0].rank)))
-    if tuple(dims) != tuple(range(shapes[0].rank)):
-        raise Invalid(f"map dimensions {{{join(dims)}}} must be every dimension in order")
     comp = ctx.computation("to_apply")
     params, result = program_shape(comp)
     if len(params) != len(shapes):
@@ -49,23 +48,21 @@ def _map(ctx: Context) -> Shape:
                           f"{i} has element type {shape.element_type}")
     if not is_scalar_array(result):
         raise Invalid(f"to_apply {comp.name} must return a scalar, not {fmt(result)}")
+    require_parameter_types(ctx, comp, len(shapes), "to_apply")
     return array_shape(result.element_type, shapes[0].dims)
 
 
 @RULES.rule(Opcode.WHILE)
 def _while(ctx: Context) -> Shape:
-    """The loop value's shape S: condition S -> pred[], body S -> S; the result is S."""
+    """Condition and body each take the operand's shape, the condition returns pred[], and the
+    while's shape is the body's result. XLA's HandleWhile holds the body's result against the
+    while's shape, not against the operand, and nor do we."""
     state = ctx.shape(0)
     condition = ctx.computation("condition")
     cond_result = check_call_signature(condition, [state], "condition")
     if not scalar(ElementType.PRED).compatible(cond_result):
         raise Invalid(f"condition {condition.name} must return pred[], not {fmt(cond_result)}")
-    body = ctx.computation("body")
-    body_result = check_call_signature(body, [state], "body")
-    if not body_result.compatible(state):
-        raise Invalid(f"body {body.name} returns {fmt(body_result)} but the loop value is "
-                      f"{fmt(state)}")
-    return state
+    return check_call_signature(ctx.computation("body"), [state], "body")
 
 
 @RULES.rule(Opcode.CONDITIONAL)

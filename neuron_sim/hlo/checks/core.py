@@ -80,10 +80,13 @@ _MISSING = object()
 
 @dataclass
 class Context:
-    """What a rule may look at: the instruction and the topology its collectives run on."""
+    """What a rule may look at: the instruction, the topology its collectives run on, and
+    whether floating-point types of different precisions may meet (XLA's HloVerifier option
+    ``allow_mixed_precision``, off by default there and here)."""
 
     inst: HloInstruction
     topology: Topology
+    allow_mixed_precision: bool = False
 
     @property
     def opcode(self) -> Opcode:

@@ -8,7 +8,7 @@ from typing import Callable
 
 from neuron_sim.hlo.checks.core import Context, Invalid, RuleTable, fmt
 from neuron_sim.hlo.checks.helpers import (COMPLEX_COMPONENT, COMPLEX_OF, array_shape,
-                                           require_scalar_or_dims)
+                                           require_scalar_or_dims, same_type_ignoring_fp)
 from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import ArrayShape, Shape
@@ -97,15 +97,19 @@ def _unary(ctx: Context) -> Shape:
             Opcode.SHIFT_RIGHT_LOGICAL, Opcode.COMPARE, Opcode.COMPLEX)
 def _binary(ctx: Context) -> Shape:
     """Both operands have the same dims and element type (HLO has no implicit broadcasting;
-    mixed precision is rejected, as XLA's default verifier does). compare gives pred, complex
-    gives c64/c128."""
+    floating-point types of different precisions only with allow_mixed_precision, as XLA's
+    verifier; the result then has the wider one). compare gives pred, complex gives c64/c128."""
     lhs, rhs = ctx.array(0), ctx.array(1)
     if lhs.dims != rhs.dims:
         raise Invalid(f"{ctx.name} operands have different dimensions: {fmt(lhs)} and "
                       f"{fmt(rhs)}")
-    if lhs.element_type is not rhs.element_type:
+    mixed_ok = ctx.allow_mixed_precision and same_type_ignoring_fp(lhs.element_type,
+                                                                   rhs.element_type)
+    if lhs.element_type is not rhs.element_type and not mixed_ok:
         raise Invalid(f"{ctx.name} operands have different element types: {fmt(lhs)} and "
                       f"{fmt(rhs)}")
+    if rhs.element_type.bits > lhs.element_type.bits:
+        lhs = rhs
     kinds = _BINARY_OPERAND_TYPES.get(ctx.opcode)
     if kinds is not None:
         _require_type(ctx, lhs, kinds, 0)
@@ -113,13 +117,34 @@ def _binary(ctx: Context) -> Shape:
         direction = ctx.attr("direction")
         if direction not in ("EQ", "NE", "LT", "LE", "GT", "GE"):
             raise Invalid(f"compare direction {direction} is not one of EQ, NE, LT, LE, GT, GE")
-        kind = ctx.attr("type", None)
-        if kind is not None and kind not in ("FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"):
-            raise Invalid(f"compare type {kind} is not FLOAT, TOTALORDER, SIGNED or UNSIGNED")
+        _check_comparison_type(ctx.attr("type", None), rhs)
         return array_shape(ElementType.PRED, lhs.dims)
     if ctx.opcode is Opcode.COMPLEX:
         return array_shape(COMPLEX_OF[lhs.element_type], lhs.dims)
     return array_shape(lhs.element_type, lhs.dims)
+
+
+def _check_comparison_type(kind: str | None, operand: ArrayShape) -> None:
+    """A compare's ``type=`` fits its operands (XLA's CheckElementwiseInstruction): FLOAT or
+    TOTALORDER for floating point, else the element type's default (Comparison::
+    DefaultComparisonType: FLOAT for complex, SIGNED for signed integers, UNSIGNED for unsigned
+    integers and pred)."""
+    if kind is None:
+        return
+    if kind not in ("FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"):
+        raise Invalid(f"compare type {kind} is not FLOAT, TOTALORDER, SIGNED or UNSIGNED")
+    et = operand.element_type
+    if et.is_float:
+        allowed = ("FLOAT", "TOTALORDER")
+    elif et.is_complex:
+        allowed = ("FLOAT",)
+    elif et.is_signed:
+        allowed = ("SIGNED",)
+    else:
+        allowed = ("UNSIGNED",)
+    if kind not in allowed:
+        raise Invalid(f"compare type {kind} does not fit {et} operands, which compare as "
+                      f"{' or '.join(allowed)}")
 
 
 @RULES.rule(Opcode.SELECT)

@@ -37,6 +37,22 @@ def compatible_ignoring_fp(a: Shape, b: Shape) -> bool:
     return a.dims == b.dims and same_type_ignoring_fp(a.element_type, b.element_type)
 
 
+def require_parameter_types(ctx: Context, comp: HloComputation, count: int, role: str) -> None:
+    """Without mixed precision, parameter i of ``comp`` has operand i's element type exactly,
+    for the first ``count`` operands (XLA's SameElementTypesForOperandsAndToApplyParameters,
+    which HandleReduce, HandleReduceWindow and HandleMap apply unless allow_mixed_precision)."""
+    if ctx.allow_mixed_precision:
+        return
+    params, _ = program_shape(comp)
+    for i in range(min(count, len(params))):
+        param, operand = params[i], ctx.shape(i)
+        if not (isinstance(param, ArrayShape) and isinstance(operand, ArrayShape)):
+            continue
+        if param.element_type is not operand.element_type:
+            raise Invalid(f"parameter {i} of {role} {comp.name} is {fmt(param)} but operand {i} "
+                          f"is {fmt(operand)} (mixed precision is not allowed)")
+
+
 def require_same_dims(shapes: Sequence[ArrayShape], what: str) -> None:
     """Every shape has the dims of the first; ``what`` names them (``"sort operand"``)."""
     noun = what.split()[-1]

@@ -84,19 +84,17 @@ def _expanded_index_dims(indices: ArrayShape, index_vector_dim: int, op: str) ->
 
 def _check_batching_dims(operand: ArrayShape, operand_batching: Sequence[int],
                          index_dims: Sequence[int], index_batching: Sequence[int],
-                         index_vector_dim: int, names: tuple[str, str], op: str) -> None:
-    """Batching dims pair up one to one and have equal sizes (XLA / StableHLO)."""
+                         names: tuple[str, str]) -> None:
+    """XLA's rules for batching dims, no more: the two lists have one length, the operand's
+    are sorted, unique dims of the operand, the indices' unique dims of the (expanded)
+    indices. XLA checks neither their sizes against each other, nor overlaps with the
+    collapsed / inserted dims or the index map, nor index_vector_dim (ValidateGather- and
+    ValidateScatterDimensionNumbers)."""
     if len(operand_batching) != len(index_batching):
         raise Invalid(f"{names[0]} and {names[1]} must have the same length, but have "
                       f"{len(operand_batching)} and {len(index_batching)}")
     check_dim_list(operand_batching, operand.rank, names[0], sorted_=True)
     check_dim_list(index_batching, len(index_dims), names[1])
-    if index_vector_dim in index_batching:
-        raise Invalid(f"{names[1]} must not contain index_vector_dim {index_vector_dim}")
-    for o, s in zip(operand_batching, index_batching):
-        if operand.dims[o] != index_dims[s]:
-            raise Invalid(f"{op} batching dimension {o} of the operand has size "
-                          f"{operand.dims[o]} but indices dimension {s} has size {index_dims[s]}")
 
 
 @RULES.rule(Opcode.GATHER)
@@ -123,12 +121,7 @@ def _gather(ctx: Context) -> Shape:
     check_dim_list(start_index_map, operand.rank, "start_index_map")
     check_dim_list(collapsed, operand.rank, "collapsed_slice_dims", sorted_=True)
     _check_batching_dims(operand, operand_batching, index_dims, indices_batching,
-                         index_vector_dim, ("operand_batching_dims",
-                                            "start_indices_batching_dims"), "gather")
-    if set(collapsed) & set(operand_batching):
-        raise Invalid("collapsed_slice_dims and operand_batching_dims overlap")
-    if set(start_index_map) & set(operand_batching):
-        raise Invalid("start_index_map and operand_batching_dims overlap")
+                         ("operand_batching_dims", "start_indices_batching_dims"))
     if len(slice_sizes) != operand.rank:
         raise Invalid(f"slice_sizes has {len(slice_sizes)} entries but the operand has rank "
                       f"{operand.rank}")
@@ -195,12 +188,7 @@ def _scatter(ctx: Context) -> Shape:
                           f"size {index_dims[index_vector_dim]}")
         check_dim_list(to_operand, operand.rank, "scatter_dims_to_operand_dims")
         _check_batching_dims(operand, input_batching, index_dims, indices_batching,
-                             index_vector_dim, ("input_batching_dims",
-                                                "scatter_indices_batching_dims"), "scatter")
-        if set(inserted) & set(input_batching):
-            raise Invalid("inserted_window_dims and input_batching_dims overlap")
-        if set(to_operand) & set(input_batching):
-            raise Invalid("scatter_dims_to_operand_dims and input_batching_dims overlap")
+                             ("input_batching_dims", "scatter_indices_batching_dims"))
         window_bounds = [b for d, b in enumerate(operand.dims)
                          if d not in inserted and d not in input_batching]
         for w, d in zip(window_bounds, window_dims):

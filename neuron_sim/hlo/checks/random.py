@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from neuron_sim.hlo.checks.core import Context, Invalid, RuleTable, fmt
-from neuron_sim.hlo.checks.helpers import array_shape, declared_result
+from neuron_sim.hlo.checks.helpers import array_shape
 from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import Shape, TupleShape, scalar
@@ -29,13 +29,14 @@ def _rng(ctx: Context) -> Shape:
 
 @RULES.rule(Opcode.RNG_BIT_GENERATOR)
 def _rng_bit_generator(ctx: Context) -> Shape:
-    """(new state shaped like the state operand, declared random bits array)."""
-    state = ctx.array(0, "the rng state")
-    bits = declared_result(ctx, [1])
-    if bits is None or not isinstance(ctx.inst.shape, TupleShape) or len(
-            ctx.inst.shape.elements) != 2:
-        raise Invalid("rng-bit-generator must return (state, bits)")
-    return TupleShape((state, bits))
+    """The declared result. XLA's HandleRngBitGenerator accepts an array result as it is; a
+    tuple result must be (new state shaped like the state operand, bits)."""
+    shape = ctx.declared()
+    if not isinstance(shape, TupleShape):
+        return shape
+    if len(shape.elements) != 2:
+        raise Invalid(f"rng-bit-generator must return (state, bits), not {fmt(shape)}")
+    return TupleShape((ctx.shape(0), shape.elements[1]))
 
 
 @RULES.rule(Opcode.RNG_GET_AND_UPDATE_STATE)

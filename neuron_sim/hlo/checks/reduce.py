@@ -7,8 +7,8 @@ from neuron_sim.hlo.attributes import Window
 from neuron_sim.hlo.checks.core import Context, Invalid, RuleTable, fmt
 from neuron_sim.hlo.checks.helpers import (array_shape, check_dim_list, check_reducer,
                                            compatible_ignoring_fp, join, program_shape,
-                                           require_same_dims, tuple_or_single,
-                                           window_output_dims)
+                                           require_parameter_types, require_same_dims,
+                                           tuple_or_single, window_output_dims)
 from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import ArrayShape, Shape, TupleShape, scalar
@@ -37,6 +37,7 @@ def _reduce(ctx: Context) -> Shape:
     check_dim_list(dims, inputs[0].rank, "reduce dimensions")
     accumulators = check_reducer(ctx.computation("to_apply"), inits,
                                  [x.element_type for x in inputs], "to_apply")
+    require_parameter_types(ctx, ctx.computation("to_apply"), ctx.operand_count, "to_apply")
     kept = [s for d, s in enumerate(inputs[0].dims) if d not in dims]
     return tuple_or_single([array_shape(a.element_type, kept) for a in accumulators])
 
@@ -47,6 +48,7 @@ def _reduce_window(ctx: Context) -> Shape:
     inputs, inits = _split_inputs_and_inits(ctx)
     check_reducer(ctx.computation("to_apply"), inits, [x.element_type for x in inputs],
                   "to_apply")
+    require_parameter_types(ctx, ctx.computation("to_apply"), ctx.operand_count, "to_apply")
     window = ctx.attr("window", Window(()))
     dims = window_output_dims(inputs[0].dims, window, "the input")
     return tuple_or_single([array_shape(init.element_type, dims) for init in inits])

@@ -43,10 +43,11 @@ def _iota(ctx: Context) -> Shape:
 @RULES.rule(Opcode.BROADCAST)
 def _broadcast(ctx: Context) -> Shape:
     """Output dims are declared; ``dimensions[i]`` is the output dim operand dim i becomes, and
-    the two sizes must be equal (XLA's verifier; no degenerate-dim stretching in HLO)."""
+    the two sizes must be equal (XLA's verifier; no degenerate-dim stretching in HLO). Without
+    ``dimensions=`` the mapping is empty, as XLA's parser defaults it (a scalar broadcast)."""
     x = ctx.array(0)
     out = ctx.declared_array()
-    mapping = ctx.dims_attr("dimensions")
+    mapping = ctx.dims_attr("dimensions", ())
     if len(mapping) != x.rank:
         raise Invalid(f"broadcast dimensions {{{join(mapping)}}} has {len(mapping)} entries "
                       f"but the operand has rank {x.rank}")
@@ -173,14 +174,9 @@ def _same_as_operand(ctx: Context) -> Shape:
 
 @RULES.rule(Opcode.BITCAST)
 def _bitcast(ctx: Context) -> Shape:
-    """Declared shape, holding as many bits as the operand (element count x bit width)."""
-    x = ctx.array(0)
-    out = ctx.declared_array()
-    if x.element_count * x.element_type.bits != out.element_count * out.element_type.bits:
-        raise Invalid(f"bitcast from {fmt(x)} ({x.element_count * x.element_type.bits} bits) "
-                      f"to {fmt(out)} ({out.element_count * out.element_type.bits} bits) "
-                      f"changes the size")
-    return out
+    """The declared shape. XLA's HandleBitcast compares byte sizes only when the verifier is
+    layout-sensitive; this checker ignores layouts, so any declared shape is accepted."""
+    return ctx.declared()
 
 
 @RULES.rule(Opcode.TUPLE)
@@ -202,9 +198,7 @@ def _get_tuple_element(ctx: Context) -> Shape:
 
 @RULES.rule(Opcode.AFTER_ALL)
 def _after_all(ctx: Context) -> Shape:
-    for i, shape in enumerate(ctx.shapes()):
-        if not shape.is_token:
-            raise Invalid(f"after-all operand {i} must be a token, not {fmt(shape)}")
+    """A token, whatever the operands are: XLA's HandleAfterAll does not look at them."""
     return ArrayShape(ElementType.TOKEN, ())
 
 
