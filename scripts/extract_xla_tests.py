@@ -34,7 +34,7 @@ import importlib.util
 import json
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 PARSER_TEST = "xla/hlo/parser/hlo_parser_test.cc"
@@ -100,7 +100,7 @@ class Module:
     replica_count: int | None = None
     num_partitions: int | None = None
     allow_mixed_precision: bool = True
-    file: str = field(default="")
+    file: str = ""
 
 
 def cpp_literal(text: str) -> str:
@@ -246,6 +246,22 @@ def analyse_test(path: str, fixture: str, name: str, code: str, raws: list[str],
     return modules
 
 
+def asserted_outcome(result: str, rest: str) -> str | None:
+    """Whether the assertions on a parse result ``result`` say it "fails" or "passes" (None:
+    they say neither, or both)."""
+    fails = re.search(rf"(?:EXPECT|ASSERT)_NE\(\s*absl::OkStatus\(\),\s*{result}\.status\(\)"
+                      rf"|(?:EXPECT|ASSERT)_FALSE\(\s*{result}\.ok\(\)"
+                      rf"|{result}\.status\(\)\.message\(\)"
+                      rf"|(?:EXPECT|ASSERT)_THAT\(\s*{result}(?:\.status\(\))?\s*,\s*"
+                      rf"(?:tsl::testing::|absl_testing::)?StatusIs", rest)
+    passes = re.search(rf"TF_(?:ASSERT|EXPECT)_OK\(\s*{result}\.status\(\)\)"
+                       rf"|(?:EXPECT|ASSERT)_EQ\(\s*absl::OkStatus\(\),\s*{result}\.status"
+                       rf"|(?:EXPECT|ASSERT)_TRUE\(\s*{result}\.ok\(\)", rest)
+    if bool(fails) == bool(passes):
+        return None
+    return "fails" if fails else "passes"
+
+
 def classify(path: str, fixture: str, code: str,
              pattern: str) -> tuple[str, str | None, tuple[int | None, int | None] | None] | None:
     """(expectation, message, topology) for the module named by ``pattern``, or None."""
@@ -283,19 +299,10 @@ def classify(path: str, fixture: str, code: str,
             return "accepted", None, topology
         if result is None:
             return None
-        fails = re.search(rf"(?:EXPECT|ASSERT)_NE\(\s*absl::OkStatus\(\),\s*{result}\.status\(\)"
-                          rf"|(?:EXPECT|ASSERT)_FALSE\(\s*{result}\.ok\(\)"
-                          rf"|{result}\.status\(\)\.message\(\)"
-                          rf"|(?:EXPECT|ASSERT)_THAT\(\s*{result}(?:\.status\(\))?\s*,\s*"
-                          rf"(?:tsl::testing::|absl_testing::)?StatusIs", rest)
-        passes = re.search(rf"TF_(?:ASSERT|EXPECT)_OK\(\s*{result}\.status\(\)\)"
-                           rf"|(?:EXPECT|ASSERT)_EQ\(\s*absl::OkStatus\(\),\s*{result}\.status"
-                           rf"|(?:EXPECT|ASSERT)_TRUE\(\s*{result}\.ok\(\)", rest)
-        if fails and not passes:
+        outcome = asserted_outcome(result, rest)
+        if outcome == "fails":
             return "rejected", first_message(rest), topology
-        if passes and not fails:
-            return "accepted", None, topology
-        return None
+        return ("accepted", None, topology) if outcome == "passes" else None
     # ParseAndReturnUnverifiedModule: a parser verdict, or the verifier's on what it parsed.
     chained = statement[statement.find(call.group(0)):]
     if not asserted_ok and re.search(r"\)\s*\.(?:status|ok)\(\)", chained):
@@ -306,17 +313,10 @@ def classify(path: str, fixture: str, code: str,
     if result is None and not asserted_ok:
         return None
     if not asserted_ok:
-        fails = re.search(rf"(?:EXPECT|ASSERT)_NE\(\s*absl::OkStatus\(\),\s*{result}\.status\(\)"
-                          rf"|(?:EXPECT|ASSERT)_FALSE\(\s*{result}\.ok\(\)"
-                          rf"|{result}\.status\(\)\.message\(\)"
-                          rf"|(?:EXPECT|ASSERT)_THAT\(\s*{result}(?:\.status\(\))?\s*,\s*"
-                          rf"(?:tsl::testing::|absl_testing::)?StatusIs", rest)
-        passes = re.search(rf"TF_(?:ASSERT|EXPECT)_OK\(\s*{result}\.status\(\)\)"
-                           rf"|(?:EXPECT|ASSERT)_EQ\(\s*absl::OkStatus\(\),\s*{result}\.status"
-                           rf"|(?:EXPECT|ASSERT)_TRUE\(\s*{result}\.ok\(\)", rest)
-        if fails and not passes:
+        outcome = asserted_outcome(result, rest)
+        if outcome == "fails":
             return "rejected_parser", first_message(rest), topology
-        if not passes:
+        if outcome != "passes":
             return None
         asserted_ok = True
     module_var = re.search(r"TF_ASSERT_OK_AND_ASSIGN\(\s*(?:auto|std::unique_ptr<\w+>)\s+(\w+)",
