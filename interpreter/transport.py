@@ -183,7 +183,8 @@ def participant_groups_of(instr: HloInstruction, topology: Topology) -> tuple[tu
 
 
 def flattened_pairs(instr: HloInstruction, topology: Topology) -> tuple[tuple[int, int], ...]:
-    """A collective-permute's (source, target) pairs as flattened device ids."""
+    """A collective-permute's (source, target) pairs as flattened device ids (none when the
+    attribute is absent: every device receives zeros)."""
     return permute_pairs_flattened(_mode(instr), instr.get("source_target_pairs"), topology)
 
 
@@ -218,8 +219,9 @@ def fingerprint_of(instr: HloInstruction, topology: Topology,
         ("channel_id", str(instr.channel_id)),
         ("group mode", str(_mode(instr))),
     ]
-    if instr.has("source_target_pairs"):
-        fields.append(("source_target_pairs", instr.get("source_target_pairs").to_text()))
+    if collective_kind(instr) is Opcode.COLLECTIVE_PERMUTE:
+        pairs = instr.get("source_target_pairs")
+        fields.append(("source_target_pairs", pairs.to_text() if pairs is not None else "{}"))
     else:
         groups = instr.replica_groups if instr.has("replica_groups") else ReplicaGroups()
         fields.append(("replica_groups", groups.to_text()))

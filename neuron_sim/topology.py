@@ -308,10 +308,12 @@ def _reject_empty_groups_in_flattened_id_mode(mode: GroupMode) -> None:
         )
 
 
-def _id_groups(mode: GroupMode, replica_groups: ReplicaGroups, topology: Topology) -> IntGroups:
+def _id_groups(
+    mode: GroupMode, replica_groups: ReplicaGroups | None, topology: Topology
+) -> IntGroups:
     """The groups in the mode's ids, with ``{}`` expanded; ids must be in range and distinct."""
     n, noun, count = _id_space(mode, topology)
-    if replica_groups.is_empty:
+    if replica_groups is None or replica_groups.is_empty:
         _reject_empty_groups_in_flattened_id_mode(mode)
         return (tuple(range(n)),)
     seen: set[int] = set()
@@ -337,7 +339,9 @@ class _Layout:
 
 
 @functools.lru_cache(maxsize=1024)
-def _layout(mode: GroupMode, replica_groups: ReplicaGroups, topology: Topology) -> _Layout:
+def _layout(
+    mode: GroupMode, replica_groups: ReplicaGroups | None, topology: Topology
+) -> _Layout:
     id_groups = _id_groups(mode, replica_groups, topology)
     R, P = topology.replica_count, topology.num_partitions
     if mode is GroupMode.CROSS_REPLICA:
@@ -362,9 +366,12 @@ def _layout(mode: GroupMode, replica_groups: ReplicaGroups, topology: Topology) 
 
 
 def participant_groups(
-    mode: GroupMode, replica_groups: ReplicaGroups, topology: Topology
+    mode: GroupMode, replica_groups: ReplicaGroups | None, topology: Topology
 ) -> IntGroups:
     """Every participant group as an ordered tuple of flattened device ids.
+
+    ``replica_groups`` None (a collective without the attribute) means ``{}``, as in XLA's
+    parser: one group of every replica, partition or device the mode ranges over.
 
     The order is XLA's: CrossReplica gives, for each replica group, one group per partition;
     CrossPartition, for each partition group, one group per replica; CrossReplicaAndPartition,
@@ -418,7 +425,11 @@ def physical_groups(
 
 
 def validate_replica_groups(
-    mode: GroupMode, replica_groups: ReplicaGroups, topology: Topology, *, uniform_required: bool
+    mode: GroupMode,
+    replica_groups: ReplicaGroups | None,
+    topology: Topology,
+    *,
+    uniform_required: bool,
 ) -> None:
     """Check replica groups as XLA's verifier does; raises ReplicaGroupError on the first problem.
 
@@ -428,7 +439,7 @@ def validate_replica_groups(
     all-reduce), all groups have the same size.
     """
     n, noun, count = _id_space(mode, topology)
-    if replica_groups.is_empty:
+    if replica_groups is None or replica_groups.is_empty:
         _reject_empty_groups_in_flattened_id_mode(mode)
         return
     groups = replica_groups.groups
@@ -470,14 +481,17 @@ def validate_replica_groups(
 
 @functools.lru_cache(maxsize=256)
 def permute_pairs_flattened(
-    mode: GroupMode, pairs: SourceTargetPairs, topology: Topology
+    mode: GroupMode, pairs: SourceTargetPairs | None, topology: Topology
 ) -> tuple[tuple[int, int], ...]:
     """Every (source, target) pair of flattened ids a collective-permute sends along.
 
     CrossReplica: for each partition p, pair (s, t) moves data from (s, p) to (t, p).
     CrossPartition: for each replica r, pair (s, t) moves data from (r, s) to (r, t).
     Raises ReplicaGroupError if the pairs break the verifier rules, ValueError for other modes.
+    No pairs (None: the attribute is absent) move nothing: every device receives zeros.
     """
+    if pairs is None:
+        pairs = SourceTargetPairs()
     R, P = topology.replica_count, topology.num_partitions
     if mode is GroupMode.CROSS_REPLICA:
         pairs.validate(R)

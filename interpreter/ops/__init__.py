@@ -11,7 +11,7 @@ from interpreter.ops.registry import REGISTRY, OpImplementation, implements
 
 # The op families, in one place. Each module registers its ops with @implements.
 FAMILIES = ("elementwise", "shape", "indexing", "reduce", "linalg", "control", "random",
-            "collective")
+            "collective", "custom_call")
 
 for _family in FAMILIES:
     importlib.import_module(f"interpreter.ops.{_family}")

@@ -17,7 +17,10 @@ invalid operations are semantics here, never warnings.
   CPU emits).
 - bf16, f16 and f8 arithmetic is computed in f32 and rounded to the narrow type once per op.
   f32 transcendental functions are evaluated in f64 and rounded to f32 (a correctly rounded
-  reference; XLA's own approximations may differ in the last ulps).
+  reference; XLA's own approximations may differ in the last ulps), except the inverse
+  trigonometric and hyperbolic ones (acos ... sinh), computed in f32 by numpy's float32 loops
+  as XLA:CPU computes them in f32 (within a few ulps of each other; docs/run.md).
+- ``mulhi`` is the high half of the double-width product, signed for signed types.
 - ``convert`` float -> integer truncates toward zero, saturates out-of-range values to the
   type's limits and maps NaN to 0.
 - ``compare`` honours ``type=TOTALORDER`` (-NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN).
@@ -212,6 +215,15 @@ UNARY = {
     Opcode.COS: _unary(np.cos, fn_complex=np.cos),
     Opcode.TAN: _unary(np.tan, fn_complex=np.tan),
     Opcode.ERF: _unary(_erf),
+    # Inverse trigonometric and hyperbolic functions: f32 in f32 (numpy's float32 loops).
+    Opcode.ACOS: _unary(np.arccos, fn_complex=np.arccos, exact=True),
+    Opcode.ACOSH: _unary(np.arccosh, fn_complex=np.arccosh, exact=True),
+    Opcode.ASIN: _unary(np.arcsin, fn_complex=np.arcsin, exact=True),
+    Opcode.ASINH: _unary(np.arcsinh, fn_complex=np.arcsinh, exact=True),
+    Opcode.ATAN: _unary(np.arctan, fn_complex=np.arctan, exact=True),
+    Opcode.ATANH: _unary(np.arctanh, fn_complex=np.arctanh, exact=True),
+    Opcode.COSH: _unary(np.cosh, fn_complex=np.cosh, exact=True),
+    Opcode.SINH: _unary(np.sinh, fn_complex=np.sinh, exact=True),
     Opcode.NOT: _unary(fn_int=_bitwise_not_int, fn_pred=np.logical_not),
     Opcode.POPCNT: _unary(fn_int=_popcount),
     Opcode.CLZ: _unary(fn_int=_count_leading_zeros),
@@ -318,6 +330,29 @@ def _int_power(base: np.ndarray, exponent: np.ndarray, et: ElementType) -> np.nd
     return accumulator
 
 
+def _int_mulhi(a: np.ndarray, b: np.ndarray, et: ElementType) -> np.ndarray:
+    """The high half of the double-width product (signed for signed types): XLA's mulhi."""
+    if et.bits <= 32:
+        wide = np.int64 if et.is_signed else np.uint64
+        product = a.astype(wide) * b.astype(wide)
+        return product >> wide(et.bits)
+    ua, ub = unsigned_view(a).astype(np.uint64), unsigned_view(b).astype(np.uint64)
+    high = _unsigned_mulhi_64(ua, ub)
+    if et.is_signed:
+        high = high - np.where(a < 0, ub, np.uint64(0)) - np.where(b < 0, ua, np.uint64(0))
+    return high.view(a.dtype)
+
+
+def _unsigned_mulhi_64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The high 64 bits of the 128-bit product of u64 arrays, from 32-bit limbs."""
+    low_mask, shift = np.uint64(0xFFFFFFFF), np.uint64(32)
+    a_low, a_high = a & low_mask, a >> shift
+    b_low, b_high = b & low_mask, b >> shift
+    cross_1, cross_2 = a_high * b_low, a_low * b_high
+    carry = (((a_low * b_low) >> shift) + (cross_1 & low_mask) + (cross_2 & low_mask)) >> shift
+    return a_high * b_high + (cross_1 >> shift) + (cross_2 >> shift) + carry
+
+
 def _float_max(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     larger = np.where(a > b, a, b)
     tie = np.where(np.signbit(a), b, a)
@@ -383,6 +418,7 @@ BINARY = {
     Opcode.MAXIMUM: _binary(_float_max, np.maximum, None, np.logical_or),
     Opcode.MINIMUM: _binary(_float_min, np.minimum, None, np.logical_and),
     Opcode.ATAN2: _binary(np.arctan2, exact=False),
+    Opcode.MULHI: _binary(fn_int=_int_mulhi, int_needs_signedness=True),
     Opcode.AND: _binary(fn_int=np.bitwise_and, fn_pred=np.logical_and),
     Opcode.OR: _binary(fn_int=np.bitwise_or, fn_pred=np.logical_or),
     Opcode.XOR: _binary(fn_int=np.bitwise_xor, fn_pred=np.logical_xor),

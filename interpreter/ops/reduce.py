@@ -379,10 +379,15 @@ def merge_sort_permutation(keys: Sequence[np.ndarray],
 
 @implements(Opcode.TOPK)
 def topk(ctx, x):
-    """The k largest (or smallest) elements along the last dimension and their indices, sorted,
-    ties in index order; floats in total order (NaN above +inf)."""
-    k = int(ctx.attr("k"))
-    largest = bool(ctx.attr("largest", True))
+    """The k largest (or smallest) elements along the last dimension and their indices."""
+    return list(top_k(x, int(ctx.attr("k")), bool(ctx.attr("largest", True))))
+
+
+def top_k(x: np.ndarray, k: int, largest: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` largest (or smallest) elements of ``x`` along its last axis, sorted, and their
+    s32 indices; equal elements in index order, floats in total order (-NaN < -inf < -0 < +0 <
+    +inf < +NaN, so NaN above +inf). This is XLA:CPU's TopK runtime order too
+    (``__xla_cpu_runtime_TopKF32``: descending total order, ties by the smaller index)."""
     if is_float(x.dtype):
         key = total_order_key(x)
     elif is_pred(x.dtype):
@@ -392,5 +397,4 @@ def topk(ctx, x):
     order = np.argsort(np.invert(key) if largest and key.dtype.kind in "iu" else key,
                        axis=-1, kind="stable")
     order = order[..., :k]
-    values = np.take_along_axis(x, order, axis=-1)
-    return [values, order.astype(np.int32)]
+    return np.take_along_axis(x, order, axis=-1), order.astype(np.int32)

@@ -110,7 +110,8 @@ def test_custom_call_is_unimplemented_and_names_its_target():
         interpreter.run(m, [np.zeros(4, np.float32)])
     assert str(caught.value) == ('While executing %c = f32[4] custom-call(%x), '
                                  'custom_call_target="MyKernel": the interpreter does not '
-                                 'implement \'custom-call\' (custom_call_target="MyKernel")')
+                                 'implement \'custom-call\' (unsupported custom-call target: '
+                                 'custom_call_target="MyKernel"; supported: TopK)')
     assert caught.value.opcode == "custom-call"
 
 

@@ -121,7 +121,8 @@ def _copy_done(ctx: Context) -> Shape:
 
 
 @RULES.rule(Opcode.CUSTOM_CALL, Opcode.INFEED, Opcode.OUTFEED, Opcode.RECV, Opcode.RECV_DONE,
-            Opcode.SEND, Opcode.SEND_DONE)
+            Opcode.SEND, Opcode.SEND_DONE, Opcode.COLLECTIVE_REDUCE, Opcode.SCALED_DOT,
+            Opcode.SCAN, Opcode.SHUFFLE)
 def _declared(ctx: Context) -> Shape:
     """Opaque to shape inference: the declared shape is trusted."""
     return ctx.declared()

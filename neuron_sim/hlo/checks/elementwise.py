@@ -43,7 +43,9 @@ _UNARY_OPERAND_TYPES = {
     **{op: _FLOAT_OR_COMPLEX for op in (Opcode.COS, Opcode.SIN, Opcode.TAN, Opcode.EXP,
                                         Opcode.EXPM1, Opcode.LOG, Opcode.LOG1P, Opcode.LOGISTIC,
                                         Opcode.RSQRT, Opcode.SQRT, Opcode.CBRT, Opcode.TANH,
-                                        Opcode.REAL, Opcode.IMAG)},
+                                        Opcode.REAL, Opcode.IMAG, Opcode.ACOS, Opcode.ACOSH,
+                                        Opcode.ASIN, Opcode.ASINH, Opcode.ATAN, Opcode.ATANH,
+                                        Opcode.COSH, Opcode.SINH)},
     Opcode.CLZ: _INTEGRAL,
     Opcode.POPCNT: _INTEGRAL,
     Opcode.NOT: _PRED_OR_INTEGRAL,
@@ -61,6 +63,7 @@ _BINARY_OPERAND_TYPES = {
     Opcode.SHIFT_LEFT: _INTEGRAL,
     Opcode.SHIFT_RIGHT_ARITHMETIC: _INTEGRAL,
     Opcode.SHIFT_RIGHT_LOGICAL: _INTEGRAL,
+    Opcode.MULHI: _INTEGRAL,
     Opcode.COMPLEX: ("f32 or f64", lambda et: et in (ElementType.F32, ElementType.F64)),
 }
 
@@ -94,7 +97,7 @@ def _unary(ctx: Context) -> Shape:
 @RULES.rule(Opcode.ADD, Opcode.SUBTRACT, Opcode.MULTIPLY, Opcode.DIVIDE, Opcode.REMAINDER,
             Opcode.MAXIMUM, Opcode.MINIMUM, Opcode.POWER, Opcode.ATAN2, Opcode.AND, Opcode.OR,
             Opcode.XOR, Opcode.SHIFT_LEFT, Opcode.SHIFT_RIGHT_ARITHMETIC,
-            Opcode.SHIFT_RIGHT_LOGICAL, Opcode.COMPARE, Opcode.COMPLEX)
+            Opcode.SHIFT_RIGHT_LOGICAL, Opcode.COMPARE, Opcode.COMPLEX, Opcode.MULHI)
 def _binary(ctx: Context) -> Shape:
     """Both operands have the same dims and element type (HLO has no implicit broadcasting;
     floating-point types of different precisions only with allow_mixed_precision, as XLA's
