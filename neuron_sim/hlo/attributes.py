@@ -92,6 +92,8 @@ class ConvDimLabels:
     output_batch: int
     output_feature: int
     output_spatial: tuple[int, ...]
+    # (lhs, rhs, output) label counts when '?' labels make them more than the spatial dims + 2.
+    ranks: tuple[int, int, int] | None = None
 
     def __str__(self) -> str:
         def labels(rank: int, named: dict[int, str], spatial: tuple[int, ...]) -> str:
@@ -103,10 +105,13 @@ class ConvDimLabels:
             return "".join(chars)
 
         n = len(self.input_spatial) + 2
-        lhs = labels(n, {self.input_batch: "b", self.input_feature: "f"}, self.input_spatial)
-        rhs = labels(n, {self.kernel_input_feature: "i", self.kernel_output_feature: "o"},
+        lhs_rank, rhs_rank, out_rank = self.ranks or (n, n, n)
+        lhs = labels(lhs_rank, {self.input_batch: "b", self.input_feature: "f"},
+                     self.input_spatial)
+        rhs = labels(rhs_rank, {self.kernel_input_feature: "i", self.kernel_output_feature: "o"},
                      self.kernel_spatial)
-        out = labels(n, {self.output_batch: "b", self.output_feature: "f"}, self.output_spatial)
+        out = labels(out_rank, {self.output_batch: "b", self.output_feature: "f"},
+                     self.output_spatial)
         return f"{lhs}_{rhs}->{out}"
 
 
@@ -147,6 +152,32 @@ def _parse_int_list(text: str) -> tuple[int, ...]:
 
 def _format_int_list(values: tuple[int, ...]) -> str:
     return "{" + ",".join(str(v) for v in values) + "}"
+
+
+def _parse_int_lists(text: str) -> tuple[int, ...] | tuple[tuple[int, ...], ...]:
+    """``{1,2}``, or ``{{1,2},{3,4}}`` (a list per operand: the in-place collective-permute's
+    slice_sizes, which XLA parses as a list of lists)."""
+    body = text.strip()
+    if not re.fullmatch(r"\{\s*\{.*\}\s*\}", body, re.S):
+        return _parse_int_list(text)
+    inner_start = text.index("{") + 1
+    inner = text[inner_start:text.rindex("}")]
+    lists = []
+    for m in re.finditer(r"\{[^{}]*\}|[^\s,]+", inner):
+        if not m.group(0).startswith("{"):
+            raise AttributeSyntaxError(f"expected a list in braces, got '{m.group(0)}'",
+                                       inner_start + m.start())
+        try:
+            lists.append(_parse_int_list(m.group(0)))
+        except AttributeSyntaxError as exc:
+            raise AttributeSyntaxError(str(exc), inner_start + m.start() + exc.offset) from None
+    return tuple(lists)
+
+
+def _format_int_lists(values: tuple) -> str:
+    if values and isinstance(values[0], tuple):
+        return "{" + ",".join(_format_int_list(v) for v in values) + "}"
+    return _format_int_list(values)
 
 
 def _parse_string(text: str) -> str:
@@ -250,7 +281,7 @@ def _parse_window(text: str) -> Window:
 
 
 def _parse_dim_labels(text: str) -> ConvDimLabels:
-    m = re.fullmatch(r"([0-9bf]+)_([0-9io]+)->([0-9bf]+)", text)
+    m = re.fullmatch(r"([0-9bf?]+)_([0-9io?]+)->([0-9bf?]+)", text)
     if not m:
         raise AttributeSyntaxError(f"expected dim_labels like b01f_01io->b01f, got '{text}'")
 
@@ -262,13 +293,19 @@ def _parse_dim_labels(text: str) -> ConvDimLabels:
             raise AttributeSyntaxError(f"dim_labels '{labels}' spatial dims are not 0..n-1")
         return labels.index(a), labels.index(b), tuple(i for _, i in spatial)
 
+    # As XLA's ParseConvolutionDimensionNumbers: '?' labels a dimension the numbers leave out
+    # (there may be several); the three parts must have the same number of spatial dims.
     lhs, rhs, out = m.groups()
-    if not len(lhs) == len(rhs) == len(out):
-        raise AttributeSyntaxError(f"dim_labels '{text}' parts have different ranks")
     ib, if_, isp = split(lhs, "b", "f")
     ki, ko, ksp = split(rhs, "i", "o")
     ob, of, osp = split(out, "b", "f")
-    return ConvDimLabels(ib, if_, isp, ki, ko, ksp, ob, of, osp)
+    if not len(isp) == len(ksp) == len(osp):
+        raise AttributeSyntaxError(f"dim_labels '{text}': input, kernel and output must have the "
+                                   f"same number of spatial dimensions")
+    n = len(isp) + 2
+    ranks = (len(lhs), len(rhs), len(out))
+    return ConvDimLabels(ib, if_, isp, ki, ko, ksp, ob, of, osp,
+                         None if ranks == (n, n, n) else ranks)
 
 
 def _parse_replica_groups(text: str) -> ReplicaGroups:
@@ -305,6 +342,7 @@ CODECS: dict[str, Codec] = {
     "window": Codec(_parse_window, str),
     "dim_labels": Codec(_parse_dim_labels, str),
     "custom_call_target": _STRING_CODEC,
+    "slice_sizes": Codec(_parse_int_lists, _format_int_lists),
     **{name: _INT_CODEC for name in (
         "channel_id", "index", "iota_dimension", "index_vector_dim", "feature_group_count",
         "batch_group_count", "exponent_bits", "mantissa_bits", "k")},
@@ -314,7 +352,7 @@ CODECS: dict[str, Codec] = {
     **{name: _INT_LIST_CODEC for name in (
         "dimensions", "dynamic_slice_sizes", "lhs_contracting_dims", "rhs_contracting_dims",
         "lhs_batch_dims", "rhs_batch_dims", "offset_dims", "collapsed_slice_dims",
-        "start_index_map", "slice_sizes", "update_window_dims", "inserted_window_dims",
+        "start_index_map", "update_window_dims", "inserted_window_dims",
         "scatter_dims_to_operand_dims", "operand_batching_dims", "start_indices_batching_dims",
         "input_batching_dims", "scatter_indices_batching_dims", "fft_length",
         "lhs_ragged_dims", "rhs_group_dims")},

@@ -23,7 +23,8 @@ from typing import Any, Union
 
 from neuron_sim.errors import UserError
 from neuron_sim.hlo.attributes import (COMPUTATION_ATTRIBUTES, COMPUTATION_LIST_ATTRIBUTES,
-                                       AttributeSyntaxError, Raw, parse_attribute)
+                                       AttributeSyntaxError, Raw, attribute_value_continues,
+                                       parse_attribute)
 from neuron_sim.hlo.checker import HloCheckError, infer_shape
 from neuron_sim.hlo.dtypes import SCALAR_ONLY_TYPES, ElementType
 from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule, unique_name
@@ -87,6 +88,7 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 _NUMBER = re.compile(r"-?\d+")
 _WORD = re.compile(r"[a-z][a-z0-9]*")
 _OPCODE = re.compile(r"[a-z][a-z0-9\-]*")
+_SKIP_START = frozenset(" \t\r\n\f\v/")
 _SKIP = re.compile(r"(?:\s+|/\*.*?\*/|//[^\n]*)*", re.S)
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 _VALUE_RUN_TOP = re.compile(r'[^\s,"{}()\[\]/]+')
@@ -94,6 +96,10 @@ _VALUE_RUN_INSIDE = re.compile(r'[^"{}()\[\]]+')
 _CLOSERS = {"{": "}", "(": ")", "[": "]"}
 _SECTION_KEYWORDS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _HEADER_INT_ATTRIBUTES = ("replica_count", "num_partitions")
+
+
+class _NestingTooDeep(HloParseError):
+    """Nesting beyond MAX_NESTING_DEPTH: reported as is, never retried another way."""
 
 
 class _Cursor:
@@ -116,6 +122,8 @@ class _Cursor:
 
     def skip(self) -> None:
         """Skip whitespace (line breaks included) and comments, as XLA's lexer does."""
+        if self.text[self.pos:self.pos + 1] not in _SKIP_START:
+            return
         self.pos = _SKIP.match(self.text, self.pos).end()
         if self.text.startswith("/*", self.pos):
             raise self.error("unterminated comment")
@@ -232,8 +240,9 @@ class _Parser:
     def enter(self, pos: int) -> None:
         self.depth += 1
         if self.depth > MAX_NESTING_DEPTH:
-            raise self.c.error(f"nesting deeper than {MAX_NESTING_DEPTH} levels (XLA's maximum "
+            err = self.c.error(f"nesting deeper than {MAX_NESTING_DEPTH} levels (XLA's maximum "
                                f"recursion depth)", pos)
+            raise _NestingTooDeep(err.message, err.filename, err.line, err.col, err.source_line)
 
     # module ::= ('HloModule' name ':'? (',' attribute)*)? section* computation+
     def parse_module(self) -> HloModule:
@@ -545,11 +554,15 @@ class _Parser:
                 return name, pos, shape
             operand_error = c.error(f"expected ',' or ')' after operand %{name}, found "
                                     f"'{c.found()}'")
+        except _NestingTooDeep:
+            raise
         except HloParseError as exc:
             operand_error = exc
         c.pos, self.depth = start, depth
         try:
             nested = self.parse_instruction_rhs("", start, parsed, allow_attributes=False)
+        except _NestingTooDeep:
+            raise
         except HloParseError as nested_error:
             # Report whichever reading got further into the text.
             if (operand_error.line, operand_error.col) > (nested_error.line, nested_error.col):
@@ -567,6 +580,7 @@ class _Parser:
             value, value_pos = c.value(f"attribute {key}")
             if not value:
                 raise c.error(f"attribute {key} has no value", value_pos)
+            value = self.continue_value(key, value, value_pos)
             if key in inst.attrs:
                 raise c.error(f"attribute {key} is given twice", key_pos)
             if key in COMPUTATION_ATTRIBUTES:
@@ -578,6 +592,22 @@ class _Parser:
                 inst.attrs[key] = parse_attribute(key, value)
             except AttributeSyntaxError as exc:
                 raise c.error(f"bad {key}: {exc}", value_pos + exc.offset) from None
+
+    def continue_value(self, key: str, value: str, pos: int) -> str:
+        """The whole value when it goes on past whitespace or a comma: a bracket cannot follow
+        a finished attribute, so ``mesh[...] {axes}`` is one value; past a comma only where
+        the attribute says so (mesh-form replica groups: ``mesh[...], device_ids=...``)."""
+        c = self.c
+        while True:
+            before = c.pos
+            c.skip()
+            if c.peek(",") and attribute_value_continues(key, value):
+                c.pos += 1
+            elif not (c.peek("{") or c.peek("(") or c.peek("[")):
+                c.pos = before
+                return value
+            c.value(f"attribute {key}")
+            value = c.text[pos:c.pos]
 
     # computation_refs ::= name | '{' (name (',' name)*)? '}'
     def parse_computation_refs(self, key: str, value: str, pos: int) -> list[tuple[str, int]]:
