@@ -67,7 +67,8 @@ def printing_problem(entry: dict, text: str, module: HloModule) -> str:
 
 @functools.cache
 def judge(file: str) -> Verdict:
-    """Parse and check one corpus module the way its XLA test did."""
+    """Parse and check one corpus module the way its XLA test did (its topology, its verifier's
+    mixed-precision option)."""
     entry = next(e for e in ENTRIES if e["file"] == file)
     text = (CORPUS / file).read_text(encoding="utf-8")
     try:
@@ -78,7 +79,8 @@ def judge(file: str) -> Verdict:
         return Verdict("internal", f"{type(exc).__name__} while parsing: {exc}")
     if entry["expectation"] != "parses":
         try:
-            check_module(module, topology_for(entry, module))
+            check_module(module, topology_for(entry, module),
+                         allow_mixed_precision=entry["allow_mixed_precision"])
         except UserError as exc:
             return Verdict("checker", str(exc).splitlines()[0])
         except Exception as exc:  # noqa: BLE001 - as above
