@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from neuron_sim.commands import (EXIT_OK, EXIT_PROBLEM, UsageError, add_command,
+from neuron_sim.commands import (EXIT_OK, EXIT_PROBLEM, ProblemFound, UsageError, add_command,
                                  add_json_argument, add_max_memory_argument, add_seed_argument,
                                  add_timeout_argument, module_and_topology, print_json)
 from neuron_sim.hlo import HloModule
@@ -81,8 +81,7 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         check_module(module, topology)
     except (HloCheckError, ValueError) as error:  # ValueError: replica groups, other IR rules
-        print(f"neuron-sim: error: {args.module}: {error}", file=sys.stderr)
-        return EXIT_PROBLEM
+        raise ProblemFound(f"{args.module}: {error}") from error
     max_memory = args.max_memory if args.max_memory is not None else default_memory_limit()
     require_memory(module, topology, max_memory, what=args.module)
     inputs = read_inputs(args.inputs) if args.inputs else None
@@ -105,9 +104,7 @@ def run_command(args: argparse.Namespace) -> int:
         return EXIT_PROBLEM
     except ExecutionTimeout as error:
         where = f", stopped in {error.instruction_text}" if error.instruction_text else ""
-        print(f"neuron-sim: error: {args.module}: {error.reason} (--timeout){where}",
-              file=sys.stderr)
-        return EXIT_PROBLEM
+        raise ProblemFound(f"{args.module}: {error.reason} (--timeout){where}") from None
     except InterpreterError as error:
         raise UsageError(str(error)) from error
     replicated = [_is_replicated(v) for v in result.values]

@@ -134,6 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _print_error(traceback.format_exc().rstrip("\n"), launch)
         if is_user_error(exc):
             _print_error(f"neuron-sim: error: {error_message(exc)}", launch)
+            return getattr(exc, "exit_code", EXIT_USAGE)
         else:
             _print_error(f"neuron-sim: internal error: {type(exc).__name__}: {exc} "
                          f"(rerun with --debug for the traceback)", launch)

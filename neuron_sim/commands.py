@@ -27,8 +27,17 @@ EXIT_PROBLEM = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
+
+class ProblemFound(UserError):
+    """The command found a problem in the module the user gave — it fails the checker for the
+    topology, or its run does not finish in time: one sentence, exit code 1 (not 2: the
+    command did its job)."""
+
+    exit_code = EXIT_PROBLEM
+
 __all__ = [
-    "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PROBLEM", "EXIT_USAGE", "UsageError", "UserError",
+    "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PROBLEM", "EXIT_USAGE", "ProblemFound", "UsageError",
+    "UserError",
     "add_command", "add_json_argument", "add_max_memory_argument", "add_seed_argument",
     "add_timeout_argument", "add_topologies_argument", "add_topology_arguments",
     "error_message", "is_user_error", "load_module", "module_and_topology", "parse_size",
