@@ -13,10 +13,11 @@ For every program defined below this script writes
 * ``MANIFEST.json`` and ``README.md`` describing the corpus.
 
 JAX is needed only to run this script; it is not a dependency of neuron-sim.
-Run it from any directory with the separate JAX environment::
+Run it from any directory with a Python environment that has ``jax`` (a separate virtual
+environment; JAX is never a dependency of neuron-sim)::
 
     XLA_FLAGS=--xla_force_host_platform_device_count=8 JAX_PLATFORMS=cpu \\
-        /work/jaxenv/bin/python scripts/make_jax_corpus.py
+        python scripts/make_jax_corpus.py
 
 (the two environment variables are set by the script itself when missing).
 The output is deterministic: re-running rewrites byte-identical files.
@@ -66,7 +67,7 @@ REPO = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO / "tests" / "data" / "jax"
 COMMAND = (
     "XLA_FLAGS=--xla_force_host_platform_device_count=8 JAX_PLATFORMS=cpu "
-    "/work/jaxenv/bin/python scripts/make_jax_corpus.py"
+    "python scripts/make_jax_corpus.py"
 )
 
 BF16 = ml_dtypes.bfloat16
@@ -135,8 +136,12 @@ class Case:
     in_specs: Any = None
     out_specs: Any = None
     gspmd: bool = False  # lower with the GSPMD partitioner instead of Shardy
+    # jit + NamedSharding (in_specs / out_specs are the in_ / out_shardings) instead of shard_map
+    named: bool = False
     # optional reference check: check(args_per_device, outs_per_device)
     check: Callable[[list[np.ndarray], list[np.ndarray]], None] | None = None
+    # named cases: numpy function of the global inputs giving the global outputs
+    reference: Callable[..., Any] | None = None
 
 
 CASES: list[Case] = []
@@ -158,7 +163,16 @@ def ints(rng: np.random.Generator, shape, lo=-50, hi=50, dtype=np.int32) -> np.n
 def spmd(name, description, features, fn, args, *, mesh, axes, in_specs, out_specs,
          gspmd=False, check=None, kind="compiled"):
     CASES.append(Case(name, kind, description, features, fn, args, mesh, axes,
-                      in_specs, out_specs, gspmd, check))
+                      in_specs, out_specs, gspmd=gspmd, check=check))
+
+
+def named(name, description, features, fn, args, *, mesh, axes, in_specs, out_specs=None,
+          reference):
+    """Register a jit + NamedSharding program: XLA's SPMD partitioner inserts the collectives
+    (printed as mesh-form replica groups). ``reference`` computes the global outputs with numpy
+    from the global inputs, independently of JAX."""
+    CASES.append(Case(name, "compiled", description, ["named_sharding", *features], fn, args,
+                      mesh, axes, in_specs, out_specs, named=True, reference=reference))
 
 
 def single(base, description, features, fn, make_args, kinds=("lowered", "compiled")):
@@ -488,6 +502,89 @@ def _define_lowered_spmd():
                     lax.ppermute(x, "y", [(0, 1), (1, 2), (2, 3), (3, 0)])),
          [small(r("lcol"), (8, 12))], in_specs=P("x", "y"),
          out_specs=(P("x", "y"), P("x", "y"), P("x", "y")), gspmd=True, kind="lowered", **M24)
+
+
+# --------------------------------------------------------------------------
+# jit + NamedSharding programs (compiled; the SPMD partitioner prints mesh-form groups)
+# --------------------------------------------------------------------------
+
+
+def _define_named():
+    r = rng_for
+    wsc = jax.lax.with_sharding_constraint
+    m1, m42, m24 = dict(mesh=(8,), axes=("i",)), dict(mesh=(4, 2), axes=("a", "b")), \
+        dict(mesh=(2, 4), axes=("a", "b"))
+    m222 = dict(mesh=(2, 2, 2), axes=("a", "b", "c"))
+
+    named("named_sum_1d", "jnp.sum over axis 0 of a [16,3] f32 array sharded P('i') on 8 "
+          "devices: an all-reduce over the whole mesh",
+          ["all_reduce"], lambda x: x.sum(0), [small(r("nsum1"), (16, 3))],
+          in_specs=(P("i"),), reference=lambda x: x.sum(0), **m1)
+
+    named("named_max_int_1d", "jnp.max over the sharded axis 0 of an int32 [16,5] array",
+          ["all_reduce", "int"], lambda x: x.max(0), [ints(r("nmax1"), (16, 5))],
+          in_specs=(P("i"),), reference=lambda x: x.max(0), **m1)
+
+    named("named_allgather_1d", "a [16,3] array sharded P('i') constrained to replicated: "
+          "all-gather", ["all_gather"], lambda x: wsc(x * 2.0, P()),
+          [small(r("nag1"), (16, 3))], in_specs=(P("i"),), reference=lambda x: x * 2.0, **m1)
+
+    named("named_all_to_all_1d", "a [8,16] array resharded from P('i', None) to P(None, 'i'): "
+          "all-to-all", ["all_to_all"], lambda x: wsc(x + 1.0, P(None, "i")),
+          [small(r("na2a1"), (8, 16))], in_specs=(P("i", None),), out_specs=P(None, "i"),
+          reference=lambda x: x + 1.0, **m1)
+
+    named("named_roll_1d", "jnp.roll by 1 along the sharded axis: collective-permute",
+          ["collective_permute"], lambda x: jnp.roll(x, 1, axis=0),
+          [small(r("nroll1"), (16, 3))], in_specs=(P("i"),), out_specs=P("i"),
+          reference=lambda x: np.roll(x, 1, axis=0), **m1)
+
+    named("named_sum_scatter_1d", "sum over the sharded axis 0 of [8,64] with the result "
+          "sharded P('i')", ["all_reduce", "dynamic_slice"], lambda x: x.sum(0),
+          [small(r("nrs1"), (8, 64))], in_specs=(P("i", None),), out_specs=P("i"),
+          reference=lambda x: x.sum(0), **m1)
+
+    named("named_sum_b_4x2", "(4,2) mesh, x sharded P('a','b'), sum over axis 1: all-reduce "
+          "over mesh axis 'b'", ["all_reduce", "mesh2d"], lambda x: x.sum(1),
+          [small(r("nsb42"), (8, 6))], in_specs=(P("a", "b"),),
+          reference=lambda x: x.sum(1), **m42)
+
+    named("named_sum_all_4x2", "(4,2) mesh, x sharded P('a','b'), total sum: all-reduces over "
+          "both mesh axes", ["all_reduce", "mesh2d"], lambda x: x.sum(),
+          [small(r("nsall42"), (8, 6))], in_specs=(P("a", "b"),),
+          reference=lambda x: x.sum(), **m42)
+
+    named("named_allgather_4x2", "(4,2) mesh, x sharded P('a','b') constrained to replicated: "
+          "all-gathers over both axes", ["all_gather", "mesh2d"],
+          lambda x: wsc(x - 0.5, P()), [small(r("nag42"), (8, 6))], in_specs=(P("a", "b"),),
+          reference=lambda x: x - 0.5, **m42)
+
+    named("named_swap_axes_4x2", "(4,2) mesh, x resharded from P('a','b') to P('b','a'): an "
+          "all-to-all over a sub-axis (device_ids iota) and a collective-permute",
+          ["all_to_all", "collective_permute", "mesh2d", "sub_axis"],
+          lambda x: wsc(x * 3.0, P("b", "a")), [small(r("nswap42"), (8, 8))],
+          in_specs=(P("a", "b"),), out_specs=P("b", "a"), reference=lambda x: x * 3.0, **m42)
+
+    named("named_matmul_4x2", "(4,2) mesh, x [8,16] P('a','b') @ w [16,4] P('b',None): dot of "
+          "the shards, all-reduce over 'b'", ["dot", "all_reduce", "mesh2d"],
+          lambda x, w: x @ w, [small(r("nmm42x"), (8, 16)), small(r("nmm42w"), (16, 4))],
+          in_specs=(P("a", "b"), P("b", None)), out_specs=P("a", None),
+          reference=lambda x, w: x @ w, **m42)
+
+    named("named_sum_a_2x4", "(2,4) mesh, x sharded P('a','b'), sum over axis 0: all-reduce "
+          "over mesh axis 'a'", ["all_reduce", "mesh2d"], lambda x: x.sum(0),
+          [small(r("nsa24"), (4, 8))], in_specs=(P("a", "b"),),
+          reference=lambda x: x.sum(0), **m24)
+
+    named("named_sum_2x2x2_ac", "(2,2,2) mesh, x sharded P(('a','c'),'b'), sum over axis 0: "
+          "groups on a device_ids iota mesh", ["all_reduce", "mesh2d"], lambda x: x.sum(0),
+          [small(r("nsac222"), (8, 8))], in_specs=(P(("a", "c"), "b"),),
+          reference=lambda x: x.sum(0), **m222)
+
+    named("named_sum_2x2x2_ca", "(2,2,2) mesh, x sharded P(('c','a'),'b'), sum over axis 1: "
+          "groups on a transposed device_ids mesh", ["all_reduce", "mesh2d"],
+          lambda x: x.sum(1), [small(r("nsca222"), (8, 8))], in_specs=(P(("c", "a"), "b"),),
+          reference=lambda x: x.sum(1), **m222)
 
 
 # --------------------------------------------------------------------------
@@ -912,6 +1009,28 @@ def custom_call_targets(text: str) -> set[str]:
     return set(re.findall(r'custom_call_target="([^"]+)"', text))
 
 
+_QUOTED_ABSOLUTE_PATH = re.compile(r'"(/[^"\n]*)"')
+
+
+def scrub_paths(text: str) -> str:
+    """The HLO text with the generating machine's paths made repo-relative.
+
+    XLA's debug info (the FileNames section, ``source_file=`` in metadata) names the Python
+    files JAX traced through by absolute path. Files of this repository become relative to its
+    root; a file of an installed package keeps its path from ``site-packages/`` on. Any other
+    absolute path is an error, so no machine path reaches the corpus.
+    """
+    def relative(match: re.Match) -> str:
+        path = match.group(1)
+        root = f"{REPO}/"
+        if path.startswith(root):
+            return f'"{path[len(root):]}"'
+        if "/site-packages/" in path:
+            return f'"{path.split("/site-packages/", 1)[1]}"'
+        raise AssertionError(f"absolute path outside the repository in HLO text: {path}")
+    return _QUOTED_ABSOLUTE_PATH.sub(relative, text)
+
+
 def compiled_text(compiled) -> tuple[str, bool]:
     """as_text() of the compiled module; if XLA elided large constants ({...}), print
     them in full (checking that otherwise the text is exactly as_text())."""
@@ -940,6 +1059,31 @@ def per_device(garr, devices) -> np.ndarray:
     return np.stack([by_id[d.id] for d in devices])
 
 
+def run_named(case: Case):
+    """Compile a jit + NamedSharding program, check its global outputs against the numpy
+    reference, and return (text, large_constants, devices, per-device args, per-device outs)."""
+    devs = np.array(jax.devices())
+    assert [d.id for d in devs] == list(range(devs.size))
+    mesh = Mesh(devs.reshape(case.mesh), case.axes)
+    in_shardings = tuple(NamedSharding(mesh, s) for s in case.in_specs)
+    kwargs = {}
+    if case.out_specs is not None:
+        kwargs["out_shardings"] = NamedSharding(mesh, case.out_specs)
+    with jax.set_mesh(mesh):
+        gargs = [jax.device_put(a, sh) for a, sh in zip(case.args, in_shardings)]
+        compiled = jax.jit(case.fn, in_shardings=in_shardings, **kwargs).lower(*gargs).compile()
+        res = jax.tree_util.tree_leaves(compiled(*gargs))
+    want = jax.tree_util.tree_leaves(case.reference(*case.args))
+    assert len(want) == len(res), case.name
+    for j, (got, ref) in enumerate(zip(res, want)):
+        _assert_eq(_np(got), np.asarray(ref, dtype=_np(got).dtype), f"{case.name} out{j}")
+    text, large_constants = compiled_text(compiled)
+    devices = list(compiled.runtime_executable().local_devices())
+    assert [d.id for d in devices] == list(range(len(devices))), devices
+    return (text, large_constants, devices, [per_device(a, devices) for a in gargs],
+            [per_device(o, devices) for o in res])
+
+
 def run_case(case: Case) -> dict:
     text: str
     large_constants = False
@@ -956,6 +1100,8 @@ def run_case(case: Case) -> dict:
         args = [a[None] for a in case.args]
         outs = [_np(o)[None] for o in res]
         devices = None
+    elif case.named:
+        text, large_constants, devices, args, outs = run_named(case)
     else:
         prev = jax.config.jax_use_shardy_partitioner
         jax.config.update("jax_use_shardy_partitioner", not case.gspmd)
@@ -1026,12 +1172,14 @@ def run_case(case: Case) -> dict:
         features.add("large_constants")
     if re.search(r'"kind":"__ynn_fusion"', text):
         features.add("ynn_fusion")
+    if "replica_groups=mesh[" in text:
+        features.add("mesh_groups")
 
     description = case.description
     if large_constants:
         description += " (large constants printed in full; as_text() elides them)"
 
-    (OUT_DIR / f"{case.name}.hlo").write_text(text)
+    (OUT_DIR / f"{case.name}.hlo").write_text(scrub_paths(text))
     arrays = {f"arg{i}": a for i, a in enumerate(args)}
     arrays.update({f"out{j}": o for j, o in enumerate(outs)})
     write_npz(OUT_DIR / f"{case.name}.npz", arrays)
@@ -1091,9 +1239,12 @@ Generated by `scripts/make_jax_corpus.py` (jax {jax_version}, jaxlib {jaxlib_ver
 JAX is needed only to regenerate these files. Per module NAME:
 
 * `NAME.hlo`: HLO text. kind "compiled" = `jax.jit(f).lower(*args).compile().as_text()`
-  (optimized; SPMD-partitioned for `spmd_*` shard_map programs, `num_partitions` in the
-  header; if XLA elided large constants as `{{...}}` they are printed in full instead);
-  kind "lowered" = `jax.jit(f).lower(*args).as_text(dialect="hlo")` (unoptimized).
+  (optimized; SPMD-partitioned for `spmd_*` shard_map programs and for `named_*` programs
+  (`jax.jit` with `NamedSharding` inputs and sharding constraints; the partitioner prints their
+  replica groups in mesh form, `mesh['axis_0'=4,'axis_1'=2] {{'axis_0'}}`), `num_partitions`
+  in the header; if XLA elided large constants as `{{...}}` they are printed in full instead);
+  kind "lowered" = `jax.jit(f).lower(*args).as_text(dialect="hlo")` (unoptimized). Paths
+  of Python files in the debug info are relative to the repository root.
 * `NAME.npz`: `arg{{i}}` = ENTRY parameter i, `out{{j}}` = j-th leaf of the ENTRY result
   (tuple flattened), each shaped `[D, *shape]` with D = replica_count * num_partitions
   (1 when the header has neither) and index f = replica * num_partitions + partition.
@@ -1120,6 +1271,7 @@ def main() -> int:
     _define_spmd_2d()
     _define_spmd_control_flow()
     _define_lowered_spmd()
+    _define_named()
     _define_single()
     names = [c.name for c in CASES]
     assert len(set(names)) == len(names), "duplicate names"

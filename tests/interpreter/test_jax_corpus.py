@@ -27,7 +27,8 @@ import numpy as np
 import pytest
 
 import interpreter
-from neuron_sim.hlo import parse_module_file
+from neuron_sim.hlo import parse_module, parse_module_file, print_module
+from neuron_sim.hlo.replica_groups import ReplicaGroups
 from neuron_sim.io import read_npz
 from neuron_sim.topology import Topology
 
@@ -137,3 +138,47 @@ def test_devices_with_different_inputs_each_get_their_own_single_device_result(e
                                 topology=Topology(1, 1))
         for j, (many, one) in enumerate(zip(stacked, alone)):
             assert many[device].tobytes() == one[0].tobytes(), f"out{j} on device {device}"
+
+
+MESH_GROUPS = [e for e in RUNNABLE if "mesh_groups" in e["features"]]
+
+
+def test_the_corpus_has_jit_named_sharding_programs_with_mesh_form_groups():
+    """JAX 0.10's SPMD partitioner prints mesh-form groups for jit + NamedSharding programs;
+    the corpus holds them over 1-D and 2-D meshes, with device_ids and sub-axes."""
+    assert len(MESH_GROUPS) >= 10
+    assert {tuple(e["mesh"]) for e in MESH_GROUPS} >= {(8,), (4, 2), (2, 4)}
+    texts = "".join((CORPUS / f"{e['name']}.hlo").read_text() for e in MESH_GROUPS)
+    assert "device_ids=([" in texts and "':(2)2}" in texts
+    features = set().union(*(e["features"] for e in MESH_GROUPS))
+    for needed in ("all-reduce", "all-gather", "all-to-all", "collective-permute", "int"):
+        assert needed in features, needed
+
+
+def _with_groups_as_lists(text: str) -> str:
+    """The module text with every mesh-form replica_groups written as explicit lists."""
+    module = parse_module(text)
+    rewritten = 0
+    for computation in module.computations:
+        for instruction in computation.instructions:
+            groups = instruction.get("replica_groups")
+            if groups is not None and groups.is_mesh:
+                instruction.set_attr("replica_groups", ReplicaGroups.explicit(groups.groups))
+                rewritten += 1
+    assert rewritten
+    return print_module(module)
+
+
+@pytest.mark.parametrize("entry", MESH_GROUPS, ids=[e["name"] for e in MESH_GROUPS])
+def test_mesh_form_groups_written_as_lists_give_bit_identical_outputs(entry):
+    text = (CORPUS / f"{entry['name']}.hlo").read_text()
+    as_lists = _with_groups_as_lists(text)
+    assert "replica_groups=mesh[" not in as_lists and "replica_groups={{" in as_lists
+    data = read_npz(CORPUS / f"{entry['name']}.npz")
+    inputs = {key: value for key, value in data.items() if key.startswith("arg")}
+    mesh_outputs = interpreter.run(parse_module(text), inputs)
+    list_outputs = interpreter.run(parse_module(as_lists), inputs)
+    assert len(mesh_outputs) == len(list_outputs)
+    for j, (mesh_out, list_out) in enumerate(zip(mesh_outputs, list_outputs)):
+        assert mesh_out.dtype == list_out.dtype and mesh_out.shape == list_out.shape
+        assert mesh_out.tobytes() == list_out.tobytes(), f"out{j}"
