@@ -396,18 +396,21 @@ class HloModule:
         """Callees before callers (XLA's MakeComputationPostOrder)."""
         order: list[HloComputation] = []
         seen: set[HloComputation] = set()
-
-        def visit(comp: HloComputation) -> None:
-            if comp in seen:
-                return
-            seen.add(comp)
-            for inst in comp.instructions:
-                for called in inst.called_computations:
-                    visit(called)
-            order.append(comp)
-
-        for comp in self.computations:
-            visit(comp)
+        for start in self.computations:
+            if start in seen:
+                continue
+            seen.add(start)
+            stack = [(start, iter([c for i in start.instructions for c in i.called_computations]))]
+            while stack:
+                comp, callees = stack[-1]
+                callee = next((c for c in callees if c not in seen), None)
+                if callee is None:
+                    stack.pop()
+                    order.append(comp)
+                    continue
+                seen.add(callee)
+                stack.append((callee, iter([c for i in callee.instructions
+                                            for c in i.called_computations])))
         return order
 
     def fusion_computations(self) -> set[HloComputation]:

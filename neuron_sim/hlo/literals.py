@@ -29,8 +29,10 @@ class ElidedLiteralError(LiteralError):
 
 # One literal token: whitespace and comments are skipped (XLA's lexer), punctuation, '...' (an
 # elided constant) or an atom (a number, true/false, inf, nan...).
-_TOKEN = re.compile(r"(?:\s+|/\*.*?\*/|//[^\n]*)|(?P<punct>[{}(),])|(?P<ellipsis>\.\.\.)"
-                    r"|(?P<atom>(?:[^\s{}(),/.]|\.(?!\.\.)|/(?![*/]))+)|(?P<bad>.)", re.S)
+_TOKEN = re.compile(r"(?:\s|/\*.*?\*/|//[^\n]*)*(?:(?P<punct>[{}(),])|(?P<ellipsis>\.\.\.)"
+                    r"|(?P<atom>(?:[^\s{}(),/.]|\.(?!\.\.)|/(?![*/]))+)|(?P<bad>.)|$)", re.S)
+_FAST_TOKEN = re.compile(r"[{}(),]|\.\.\.|[^\s{}(),]+")
+_PUNCTUATION = {"{": "{", "}": "}", "(": "(", ")": ")", ",": ",", "...": "ellipsis"}
 _ELIDED = ("the constant is printed elided as {...}; its value is not in the text "
            "(dump with print_large_constants to execute it)")
 
@@ -72,9 +74,22 @@ class Literal:
         if self.is_elided:
             return ("elided", self._text)
         value = self.value
-        if isinstance(value, list):
-            return tuple(_bytes_key(v) for v in value)
-        return _bytes_key(value)
+        if not isinstance(value, list):
+            return _bytes_key(value)
+        # A tuple literal: its leaves in order, with the nesting marked (iteratively).
+        key: list = []
+        stack = [iter(value)]
+        while stack:
+            item = next(stack[-1], stack)
+            if item is stack:
+                stack.pop()
+                key.append(")")
+            elif isinstance(item, list):
+                key.append("(")
+                stack.append(iter(item))
+            else:
+                key.append(_bytes_key(item) if item is not None else None)
+        return tuple(key)
 
     def __repr__(self) -> str:
         return f"Literal({self.shape}, {self.text})"
@@ -99,30 +114,47 @@ def parse_literal(shape: Shape, text: str) -> Any:
 
 
 class _LiteralReader:
+    """Tokens as plain strings (one C-speed findall); their offsets are found only for an
+    error message."""
+
     def __init__(self, text: str) -> None:
         self.text = text
-        self.tokens: list[tuple[str, str, int]] = []
-        for m in _TOKEN.finditer(text):
-            kind = m.lastgroup
-            if kind == "bad":
-                raise LiteralError("unexpected character in literal", m.start())
-            if kind is not None:
-                self.tokens.append((kind if kind != "punct" else m.group(kind), m.group(kind),
-                                    m.start()))
+        if "/" in text:
+            self.tokens = []
+            for m in _TOKEN.finditer(text):
+                kind = m.lastgroup
+                if kind == "bad":
+                    raise LiteralError("unexpected character in literal", m.start(kind))
+                if kind is not None:
+                    self.tokens.append(m.group(kind))
+        else:
+            self.tokens = _FAST_TOKEN.findall(text)
         self.pos = 0
 
+    def offset(self, index: int) -> int:
+        if index >= len(self.tokens):
+            return len(self.text)
+        found = [m.start(m.lastgroup) for m in _TOKEN.finditer(self.text)
+                 if m.lastgroup not in (None, "bad")]
+        return found[index] if index < len(found) else len(self.text)
+
     def fail(self, message: str) -> LiteralError:
-        offset = self.tokens[self.pos][2] if self.pos < len(self.tokens) else len(self.text)
-        return LiteralError(message, offset)
+        return LiteralError(message, self.offset(self.pos))
+
+    def kind(self) -> str | None:
+        if self.pos >= len(self.tokens):
+            return None
+        token = self.tokens[self.pos]
+        return _PUNCTUATION.get(token, "atom")
 
     def peek(self, kind: str) -> bool:
-        return self.pos < len(self.tokens) and self.tokens[self.pos][0] == kind
+        return self.kind() == kind
 
     def expect(self, kind: str) -> str:
         if not self.peek(kind):
             raise self.fail(f"expected '{kind}' in literal")
         self.pos += 1
-        return self.tokens[self.pos - 1][1]
+        return self.tokens[self.pos - 1]
 
     # literal ::= '(' (literal (',' literal)*)? ')' | array      (a tuple literal, by its shape)
     def literal(self, shape: Shape) -> Any:
@@ -167,12 +199,13 @@ class _LiteralReader:
         dims = shape.dims
         seen = [0] * rank
         level = 0
-        flat = []
+        atoms: list = []
         tokens = self.tokens
+        minor = dims[rank - 1]
         while True:
             if self.pos >= len(tokens):
                 raise self.fail("unterminated array literal")
-            kind = tokens[self.pos][0]
+            kind = _PUNCTUATION.get(tokens[self.pos], "atom")
             if kind == "{":
                 level += 1
                 if level > rank:
@@ -195,16 +228,41 @@ class _LiteralReader:
             elif kind == ",":
                 self.pos += 1
             elif kind == "ellipsis":
-                raise ElidedLiteralError(_ELIDED, tokens[self.pos][2])
+                raise ElidedLiteralError(_ELIDED, self.offset(self.pos))
             else:
                 if level != rank:
                     raise self.fail(f"expects nested array in rank {rank}, but sees {level}")
                 seen[rank - 1] += 1
-                if seen[rank - 1] > dims[rank - 1]:
-                    raise self.fail(f"expects {dims[rank - 1]} elements on the minor-most "
+                if seen[rank - 1] > minor:
+                    raise self.fail(f"expects {minor} elements on the minor-most "
                                     f"dimension, but sees more")
-                flat.append(self.scalar(et))
-        return _to_array(shape, flat)
+                if kind == "atom" and not et.is_complex:
+                    atoms.append(self.pos)
+                    self.pos += 1
+                else:
+                    atoms.append(self.scalar(et))
+        return _to_array(shape, self.values(et, atoms))
+
+    def values(self, et: ElementType, atoms: list) -> list:
+        """The scalars at token indices ``atoms`` (complex values already converted), with a
+        fast path for plain decimal text."""
+        if et.is_complex:
+            return atoms
+        texts = [self.tokens[i] for i in atoms]
+        fast = int if et.is_integral else float if et.is_float else None
+        if fast is not None:
+            try:
+                return [fast(t) for t in texts]
+            except ValueError:
+                pass
+        values = []
+        for i, text in zip(atoms, texts):
+            try:
+                values.append(_scalar_from_text(et, text))
+            except ValueError:
+                self.pos = i
+                raise self.fail(f"'{text}' is not a valid {et.spelling} value") from None
+        return values
 
     def scalar(self, et: ElementType) -> Any:
         if et.is_complex:
@@ -215,7 +273,7 @@ class _LiteralReader:
             self.expect(")")
             return complex(real, imag)
         if self.peek("ellipsis"):
-            raise ElidedLiteralError(_ELIDED, self.tokens[self.pos][2])
+            raise ElidedLiteralError(_ELIDED, self.offset(self.pos))
         atom = self.expect("atom")
         try:
             return _scalar_from_text(et, atom)

@@ -636,7 +636,10 @@ class _Parser:
         wrapped = pending.wrapped_opcode
         if inst.opcode is not Opcode.ASYNC_START:
             start = inst.operands[0] if len(inst.operands) == 1 else None
-            calls = start.attrs.get("calls") if start is not None else None
+            origin = start
+            while origin is not None and origin.opcode is Opcode.ASYNC_UPDATE and origin.operands:
+                origin = origin.operands[0]
+            calls = origin.attrs.get("calls") if origin is not None else None
             start_op = getattr(getattr(calls, "root", None), "opcode", None)
             if start is None or start.opcode not in (Opcode.ASYNC_START, Opcode.ASYNC_UPDATE):
                 raise self.c.error(f"{wrapped.spelling}-{inst.opcode.spelling.split('-')[1]} "

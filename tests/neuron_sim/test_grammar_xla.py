@@ -1,0 +1,328 @@
+"""The grammar XLA's parser reads (xla/hlo/parser/hlo_parser.cc, hlo_lexer.cc): line breaks and
+comments anywhere, shapes XLA infers, nested operands, modules without a header, async wrappers,
+XLA's nesting limit, and linear-time constants. Expected values come from XLA's source (cited
+per test) or a hand derivation in the docstring."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from neuron_sim.hlo import HloParseError, Opcode, parse_module
+from neuron_sim.hlo.checker import check_module
+from neuron_sim.hlo.parser import MAX_NESTING_DEPTH, parse_shape
+
+
+def round_trips(module) -> None:
+    printed = module.to_text()
+    again = parse_module(printed)
+    assert again.structurally_equal(module)
+    assert again.to_text() == printed
+
+
+def parse_error(text: str) -> HloParseError:
+    with pytest.raises(HloParseError) as info:
+        parse_module(text, "g.hlo")
+    return info.value
+
+
+# -- 1. line breaks are whitespace; comments anywhere ------------------------------------------
+
+SPREAD = """HloModule spread
+// a line comment before everything
+cond {
+  c = s32[] parameter(0)  /* a block comment */ k = s32[] constant(4)
+  ROOT lt = pred[] compare(c, k), direction=LT
+}
+body { b = s32[] parameter(0) one = s32[] constant(1) ROOT n = s32[] add(b, one) }
+ENTRY main {
+  x = s32[] parameter(0)
+  ROOT w = s32[] while(x), condition=
+      cond, body=body, backend_config={
+    "known_trip_count":{"n":"4"}
+  } // trailing comment
+}
+"""
+
+
+def test_instructions_share_lines_and_attribute_values_continue_on_the_next_line():
+    """XLA's lexer skips '\\n' like a space: `condition=` then `cond` on the next line is one
+    attribute, and three instructions may stand on one line."""
+    module = parse_module(SPREAD)
+    body = module.computation("body")
+    assert [i.name for i in body.instructions] == ["b", "one", "n"]
+    w = module.entry.root
+    assert w.attrs["condition"] is module.computation("cond")
+    assert w.attrs["body"] is body
+    assert '"known_trip_count"' in str(w.attrs["backend_config"])
+    check_module(module)
+    round_trips(module)
+
+
+def test_comments_inside_a_literal_are_skipped():
+    """XLA prints rank-2+ literals with /*i0=N*/ comments; the lexer skips them."""
+    module = parse_module("HloModule m\nENTRY e {\n  ROOT k = s32[2,2] constant({ /*i0=0*/ "
+                          "{1, 2}, /*i0=1*/ {3, 4} })\n}\n")
+    np.testing.assert_array_equal(module.entry.root.literal.value, [[1, 2], [3, 4]])
+
+
+def test_errors_keep_file_line_col_and_caret_across_lines():
+    text = "HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n  ROOT y = f32[2] negate(x),\n" \
+           "    dimensions={1,a}\n}\n"
+    err = parse_error(text)
+    assert (err.line, err.col) == (5, 19) and "bad dimensions" in err.message
+    assert str(err).splitlines()[1:] == ["    dimensions={1,a}", " " * 18 + "^"]
+
+
+# -- 2. shapes XLA infers ----------------------------------------------------------------------
+
+def test_missing_shapes_are_inferred_and_printed():
+    """Shapes by hand: add of two f32[2,3] is f32[2,3]; tuple(a, gte) of f32[2,3] and the s32[]
+    element 0 of (s32[], pred[]) is (f32[2,3], s32[]). Layouts are XLA's default ({1,0})."""
+    module = parse_module("""HloModule m
+ENTRY e {
+  p0 = f32[2,3]{1,0} parameter(0)
+  p1 = f32[2,3]{1,0} parameter(1)
+  q = (s32[], pred[]) parameter(2)
+  a = add(p0, p1)
+  g = get-tuple-element(q), index=0
+  ROOT t = tuple(a, g)
+}
+""")
+    entry = module.entry
+    assert str(entry.instruction("a").shape) == "f32[2,3]{1,0}"
+    assert str(entry.instruction("g").shape) == "s32[]"
+    assert str(entry.root.shape) == "(f32[2,3]{1,0}, s32[])"
+    assert "ROOT t = (f32[2,3]{1,0}, s32[]) tuple(a, g)" in module.to_text()
+    check_module(module)
+    round_trips(module)
+
+
+@pytest.mark.parametrize("rhs, opcode", [
+    ("reshape(p)", "reshape"), ("slice(p), slice={[0:1]}", "slice"),
+    ("all-reduce(p), to_apply=e", "all-reduce"), ("convert(p)", "convert"),
+])
+def test_ops_xla_cannot_infer_need_their_shape(rhs: str, opcode: str):
+    """hlo_parser.cc CanInferShape returns false for these: the shape must be written."""
+    err = parse_error(f"HloModule m\nENTRY e {{\n  p = f32[2] parameter(0)\n  ROOT r = {rhs}\n}}\n")
+    assert (err.line, err.col) == (4, 12)
+    assert f"{opcode} needs its result shape written" in err.message
+
+
+def test_an_uninferable_operand_combination_names_the_instruction():
+    err = parse_error("HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n  b = s32[3] parameter(1)\n"
+                      "  ROOT c = add(a, b)\n}\n")
+    assert err.line == 5 and "cannot infer the shape of %c (add)" in err.message
+
+
+# -- 3. nested instructions as operands ----------------------------------------------------------
+
+def test_nested_operands_become_anonymous_instructions_before_their_user():
+    """hlo_parser.cc ParseOperands: an operand that is not `shape? name` followed by ',' or ')'
+    is a nested instruction without attributes, named `<opcode>.anon` (NameUniquer)."""
+    module = parse_module("""HloModule m
+ENTRY e {
+  x = f32[4] parameter(0)
+  y = f32[4] parameter(1)
+  z = f32[4] parameter(2)
+  ROOT r = f32[1,4] reshape(add(maximum(x, y), z))
+}
+""")
+    names = [i.name for i in module.entry.instructions]
+    assert names == ["x", "y", "z", "maximum.anon", "add.anon", "r"]
+    add = module.entry.instruction("add.anon")
+    assert add.opcode is Opcode.ADD and [o.name for o in add.operands] == ["maximum.anon", "z"]
+    assert str(add.shape) == "f32[4]{0}"
+    check_module(module)
+    round_trips(module)
+
+
+def test_a_nested_parameter_with_its_shape():
+    module = parse_module("HloModule m\nENTRY e {\n  ROOT r = f32[8] reshape(f32[1,8] parameter(0))\n}\n")
+    param = module.entry.instruction("parameter.anon")
+    assert param.parameter_number == 0 and str(param.shape) == "f32[1,8]"
+
+
+# -- 4. modules without the HloModule header ---------------------------------------------------
+
+def test_a_bare_computation_list_is_named_after_its_entry():
+    """hlo_parser.cc ParseHloModule(parse_module_without_header): name = "module_" + entry name;
+    Run() takes that path when the text starts with ENTRY or `name {`."""
+    module = parse_module("ENTRY main.5 {\n  ROOT p = f32[] parameter(0)\n}\n")
+    assert module.name == "module_main.5" and module.entry.name == "main.5"
+    module = parse_module("f {\n  ROOT p = f32[] parameter(0)\n}\ng {\n  ROOT q = s32[] parameter(0)\n}\n")
+    assert module.name == "module_g" and module.entry.name == "g"  # the last one, as in XLA
+    round_trips(module)
+
+
+def test_header_name_and_signature_params_may_end_in_a_colon_or_omit_it():
+    """XLA's lexer reads `name:` as a name token; ParseParamList takes `name shape`."""
+    module = parse_module("HloModule m:\nENTRY e (a: f32[], b s32[]) -> f32[] {\n"
+                          "  a = f32[] parameter(0)\n  b = s32[] parameter(1)\n  ROOT r = f32[] negate(a)\n}\n")
+    assert module.name == "m" and len(module.entry.parameters) == 2
+
+
+def test_text_that_is_neither_module_nor_computation_list_is_an_error():
+    err = parse_error("x = f32[] parameter(0)\n")
+    assert (err.line, err.col) == (1, 1) and "expected 'HloModule'" in err.message
+
+
+# -- 5. async wrappers of any op ---------------------------------------------------------------
+
+ASYNC = """HloModule m
+callee {
+  a = f32[] parameter(0)
+  ROOT n = f32[] negate(a)
+}
+ENTRY e {
+  p = f32[] parameter(0)
+  cs = ((f32[]), f32[], s32[]) call-start(p), to_apply=callee
+  cu = ((f32[]), f32[], s32[]) call-update(cs)
+  ROOT cd = f32[] call-done(cu)
+}
+"""
+
+
+def test_call_start_wraps_the_call_in_an_async_computation():
+    """hlo_parser.cc ParseOpcode: an unknown `<op>-start/-update/-done` is async-start/-update/
+    -done wrapping <op>; CreateInstruction builds the wrapped computation from parameters of
+    the operand shapes and the op with shape element 1 of the start's shape."""
+    module = parse_module(ASYNC)
+    entry = module.entry
+    start = entry.instruction("cs")
+    assert start.opcode is Opcode.ASYNC_START
+    wrapped = start.attrs["calls"]
+    assert wrapped.root.opcode is Opcode.CALL and str(wrapped.root.shape) == "f32[]"
+    assert wrapped.root.attrs["to_apply"] is module.computation("callee")
+    assert [p.shape for p in wrapped.parameters] == [entry.instruction("p").shape]
+    assert entry.instruction("cu").opcode is Opcode.ASYNC_UPDATE
+    assert entry.root.opcode is Opcode.ASYNC_DONE
+    check_module(module)
+    round_trips(module)
+
+
+def test_a_done_must_wrap_the_same_op_as_its_start():
+    """hlo_parser.cc: "Expect async wrapped opcode to be %s, but got %s"."""
+    err = parse_error(ASYNC.replace("call-done(cu)", "custom-call-done(cu)"))
+    assert err.line == 10 and "to be call, but got custom-call" in err.message
+
+
+def test_reduce_scatter_start_is_an_async_wrapper():
+    module = parse_module("""HloModule m, replica_count=2
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  p = f32[4]{0} parameter(0)
+  rs = ((f32[4]{0}), f32[2]{0}) reduce-scatter-start(p), replica_groups={{0,1}}, dimensions={0}, to_apply=sum
+  ROOT d = f32[2]{0} reduce-scatter-done(rs)
+}
+""")
+    wrapped = module.entry.instruction("rs").attrs["calls"].root
+    assert wrapped.opcode is Opcode.REDUCE_SCATTER and wrapped.attrs["dimensions"] == (0,)
+    round_trips(module)
+
+
+# -- 6. constants, dim_labels, slice_sizes -----------------------------------------------------
+
+def test_an_array_constant_written_as_one_number_holds_it_everywhere():
+    module = parse_module("HloModule m\nENTRY e {\n  ROOT c = f32[3,3] constant(1)\n}\n")
+    np.testing.assert_array_equal(module.entry.root.literal.value, np.ones((3, 3), np.float32))
+    round_trips(module)
+
+
+def test_dim_labels_with_question_marks_round_trip():
+    """hlo_parser.cc ParseConvolutionDimensionNumbers: '?' dims are skipped, several allowed."""
+    module = parse_module("HloModule m\nENTRY e {\n  x = f32[1,2,3,4,5] parameter(0)\n"
+                          "  ROOT c = f32[1,2,3,4,5] custom-call(x), custom_call_target=\"t\", "
+                          "dim_labels=b0?f?_0?io?->b0?f?\n}\n")
+    labels = module.entry.root.attrs["dim_labels"]
+    assert (labels.input_batch, labels.input_feature, labels.input_spatial) == (0, 3, (1,))
+    assert str(labels) == "b0?f?_0?io?->b0?f?"
+    round_trips(module)
+
+
+def test_in_place_collective_permute_slice_sizes_are_a_list_of_lists():
+    """hlo_parser.cc: slice_sizes of collective-permute is kBracedInt64ListList."""
+    module = parse_module("""HloModule m, replica_count=2
+ENTRY e {
+  p = f32[4]{0} parameter(0)
+  o = f32[4]{0} parameter(1)
+  i = s32[] constant(0)
+  ROOT cp = f32[4]{0} collective-permute(p, o, i, i), source_target_pairs={{0,1},{1,0}}, slice_sizes={{2},{2}}
+}
+""")
+    assert module.entry.root.attrs["slice_sizes"] == ((2,), (2,))
+    round_trips(module)
+
+
+# -- 7. linear time, bounded depth -------------------------------------------------------------
+
+def test_a_100000_element_constant_parses_in_under_two_seconds():
+    n = 100_000
+    text = "HloModule m\nENTRY e {\n  ROOT c = f32[%d]{0} constant({%s})\n}\n" % (
+        n, ", ".join(str(i * 0.5) for i in range(n)))
+    start = time.perf_counter()
+    value = parse_module(text).entry.root.literal.value
+    assert time.perf_counter() - start < 2.0
+    assert value.shape == (n,) and value[-1] == (n - 1) * 0.5
+
+
+def nested_tuple(depth: int) -> str:
+    return "(" * depth + "f32[2]" + ")" * depth
+
+
+def test_tuple_shapes_as_deep_as_xla_admits_go_through_parse_print_clone_check():
+    """XLA counts ParseInstructionRhs and every ParseShape against its limit of 500: an
+    instruction with a tuple nested 498 deep is at 1 + 498 + 1 = 500 levels."""
+    assert MAX_NESTING_DEPTH == 500
+    depth = 498
+    text = f"HloModule m\nENTRY e {{\n  ROOT p = {nested_tuple(depth)} parameter(0)\n}}\n"
+    module = parse_module(text)
+    check_module(module.clone())
+    round_trips(module)
+    assert list(module.entry.root.shape.leaves())[0].dims == (2,)
+
+
+@pytest.mark.parametrize("depth", [499, 5000, 100_000])
+def test_deeper_nesting_is_a_parse_error_naming_the_limit(depth: int):
+    err = parse_error(f"HloModule m\nENTRY e {{\n  ROOT p = {nested_tuple(depth)} parameter(0)\n}}\n")
+    assert "nesting deeper than 500 levels" in err.message
+
+
+def test_deeply_nested_operands_are_a_parse_error_naming_the_limit():
+    expr = "p"
+    for _ in range(5000):
+        expr = f"negate({expr})"
+    err = parse_error(f"HloModule m\nENTRY e {{\n  p = f32[] parameter(0)\n  ROOT r = f32[] {expr}\n}}\n")
+    assert "nesting deeper than 500 levels" in err.message
+
+
+def test_long_instruction_chains_never_recurse():
+    """20x the recursion limit: parse, print, clone and check walk the chain iteratively."""
+    n = 20 * sys.getrecursionlimit()
+    lines = ["  x0 = f32[2]{0} parameter(0)"] + [
+        f"  x{i} = f32[2]{{0}} negate(x{i - 1})" for i in range(1, n)]
+    module = parse_module("HloModule m\nENTRY e {\n" + "\n".join(lines) + "\n}\n")
+    assert len(module.entry.post_order()) == n
+    check_module(module.clone())
+    assert module.to_text().count("negate") == n - 1
+
+
+def test_tuple_shapes_deeper_than_the_recursion_limit_print_compare_and_hash():
+    """A shape built in code is not bound by the parser's limit: 1,500 levels (above Python's
+    recursion limit) with two f32[2]{0} leaves at the bottom."""
+    deep = parse_shape("(f32[2]{0}, f32[2]{0})")
+    for _ in range(1500):
+        deep = type(deep)((deep,))
+    text = str(deep)
+    assert text == "(" * 1501 + "f32[2]{0}, f32[2]{0}" + ")" * 1501
+    copy = type(deep)(deep.elements)
+    assert deep == copy and hash(deep) == hash(copy)
+    assert deep.compatible(deep.without_layout()) and deep != deep.elements[0]
+    assert [str(leaf) for leaf in deep.leaves()] == ["f32[2]{0}", "f32[2]{0}"]
