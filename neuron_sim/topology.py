@@ -442,6 +442,13 @@ def validate_replica_groups(
     if replica_groups is None or replica_groups.is_empty:
         _reject_empty_groups_in_flattened_id_mode(mode)
         return
+    mesh = replica_groups.mesh
+    if mesh is not None and n != 1 and mesh.num_devices != n:
+        sizes = "x".join(map(str, mesh.axis_sizes))
+        raise ReplicaGroupError(
+            f"mesh-form replica_groups over a {sizes} mesh hold {mesh.num_devices} {noun} ids "
+            f"but there are {count}; in {mode} mode the axis sizes must multiply to {n}"
+        )
     groups = replica_groups.groups
     seen: set[int] = set()
     for index, group in enumerate(groups):

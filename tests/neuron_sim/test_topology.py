@@ -556,3 +556,30 @@ def test_permute_pairs_are_validated_against_the_id_space() -> None:
 def test_permute_pairs_need_a_cross_replica_or_cross_partition_mode(mode: GroupMode) -> None:
     with pytest.raises(ValueError, match="CrossReplica or CrossPartition"):
         permute_pairs_flattened(mode, SourceTargetPairs(((0, 1),)), Topology(2, 2))
+
+
+# --------------------------------------------------------------------------------------------
+# Mesh-form groups.
+
+
+def test_mesh_groups_give_the_participants_of_their_expansion_in_each_mode() -> None:
+    """mesh['axis_0'=4,'axis_1'=2] {'axis_0'} holds [[0,1],[2,3],[4,5],[6,7]]; grouping over
+    axis 0 gives its columns {0,2,4,6} and {1,3,5,7} (ranked down the column)."""
+    mesh = groups("mesh['axis_0'=4,'axis_1'=2] {'axis_0'}")
+    assert participant_groups(FID, mesh, Topology(1, 8)) == ((0, 2, 4, 6), (1, 3, 5, 7))
+    # CrossPartition on 2 replicas x 8 partitions: the group per replica, replica 1 at 8 + p.
+    assert participant_groups(CP, mesh, Topology(2, 8))[:2] == ((0, 2, 4, 6), (8, 10, 12, 14))
+    assert position(FID, mesh, Topology(1, 8), 4) == 2
+    # CrossReplica on 8 replicas x 2 partitions: replica group {0,2,4,6} per partition.
+    assert participants(CR, mesh, Topology(8, 2), 5) == (1, 5, 9, 13)
+
+
+def test_mesh_groups_are_checked_against_the_topology() -> None:
+    mesh = groups("mesh['axis_0'=4,'axis_1'=2] {'axis_0'}")
+    validate_replica_groups(FID, mesh, Topology(1, 8), uniform_required=True)
+    validate_replica_groups(FID, mesh, Topology(2, 4), uniform_required=True)
+    with pytest.raises(ReplicaGroupError, match="4x2 mesh hold 8 flattened device ids but there"
+                                                " are 16 devices"):
+        validate_replica_groups(FID, mesh, Topology(2, 8), uniform_required=True)
+    with pytest.raises(ReplicaGroupError, match="multiply to 4"):
+        validate_replica_groups(CR, mesh, Topology(4, 2), uniform_required=True)
