@@ -153,7 +153,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="report the first counterexample as found, without shrinking it")
     verify.add_argument("--out", metavar="DIR",
                         help="write before.hlo, after.hlo, inputs.npz, report.json and "
-                             "reproduce.sh here")
+                             "reproduce.sh into DIR, a new or empty directory (nothing in it "
+                             "is replaced)")
     add_json_argument(verify, help="machine-readable report")
 
     demo = add_command(

@@ -121,6 +121,25 @@ def test_output_onto_an_input_is_refused_and_nothing_written(cli, work, argv, na
     assert snapshot(work) == before
 
 
+MPIEXEC = Path(sys.executable).parent / "mpiexec"
+
+
+@pytest.mark.skipif(not MPIEXEC.exists(), reason="mpiexec is not installed")
+def test_a_per_rank_output_onto_an_input_is_refused_on_every_rank(work):
+    """``-o x.npz --output-per-rank`` has rank 1 write x.rank1.npz, here the inputs file."""
+    (work / "double2.hlo").write_text(DOUBLE.replace("HloModule double",
+                                                     "HloModule double, num_partitions=2"))
+    os.rename(work / "in.npz", work / "x.rank1.npz")
+    before = snapshot(work)
+    done = subprocess.run([str(MPIEXEC), "-n", "2", sys.executable, "-m", "neuron_sim.cli",
+                           "run", "double2.hlo", "--backend", "mpi", "--inputs", "x.rank1.npz",
+                           "-o", "x.npz", "--output-per-rank"], cwd=work, env=environment(),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "--output-per-rank x.rank1.npz: is the input x.rank1.npz" in error_line(done.stderr)
+    assert snapshot(work) == before
+
+
 @pytest.mark.parametrize("layout", ["pair", "passes"])
 def test_verify_out_onto_the_directory_of_its_module_is_refused(cli, work, layout):
     """``verify DIR/before.hlo ... --out DIR`` replaced the user's module with the minimized

@@ -174,7 +174,7 @@ def check_per_rank_outputs(path: str | os.PathLike,
 
     world = MPI.COMM_WORLD if comm is None else comm
     for rank in range(world.Get_size()):
-        check_output_file(per_rank_path(path, rank), inputs)
+        check_output_file(per_rank_path(path, rank), inputs, option="--output-per-rank")
 
 
 def write_outputs(result: MpiResult, path: str | os.PathLike, *, per_rank: bool = False) -> None:
