@@ -49,11 +49,13 @@ def test_missing_file_is_one_line_exit_2(capsys, tmp_path):
 
 
 def test_parse_error_shows_location_line_and_caret(capsys, tmp_path):
+    """A file that does not parse is check's verdict on it (exit 1, the per-file line on
+    stdout), not a usage error; a single file also gets its source line and caret."""
     bad = tmp_path / "bad.hlo"
     bad.write_text("HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n  ROOT y = f32[2] negate(z)\n}\n")
-    assert main(["check", str(bad)]) == 2
-    lines = capsys.readouterr().err.splitlines()
-    assert lines[0] == (f"neuron-sim: error: {bad}:4:26: instruction %y uses %z, which is not "
+    assert main(["check", str(bad)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == (f"{bad}:4:26: instruction %y uses %z, which is not "
                         f"defined in computation e")
     assert lines[1] == "  ROOT y = f32[2] negate(z)"
     assert lines[2] == " " * 25 + "^"
@@ -79,8 +81,9 @@ def test_check_rejects_groups_not_covering_the_devices(capsys, tmp_path):
     text = (EXAMPLES / "ar_ds_single_group_sorted.hlo").read_text()
     path = tmp_path / "m.hlo"
     path.write_text(text.replace("num_partitions=4", "num_partitions=8"))
-    assert main(["check", str(path)]) == 2
-    assert "all-reduce" in capsys.readouterr().err
+    assert main(["check", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"{path}: in computation") and "all-reduce" in out
 
 
 def test_check_with_topology_override(capsys):
@@ -110,7 +113,7 @@ def test_usage_errors_are_one_line_when_run_as_a_module(tmp_path):
 
 
 def _raising(exc: BaseException):
-    def check_module(module, topology):
+    def check_module(module, topology, **options):
         raise exc
     return check_module
 

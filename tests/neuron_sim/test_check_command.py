@@ -1,0 +1,109 @@
+"""``neuron-sim check PATH...``: many files and dump directories, one line per file, a summary,
+exit 0 / 1 / 2, the same per file in JSON, and the topology a header leaves out."""
+
+from __future__ import annotations
+
+import json
+
+from neuron_sim.cli import main
+
+GOOD = """HloModule good, replica_count=2
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY main {
+  x = f32[4] parameter(0)
+  ROOT ar = f32[4] all-reduce(x), replica_groups={{0,1}}, to_apply=add
+}
+"""
+
+UNPARSABLE = "HloModule bad\nENTRY e {\n  ROOT y = f32[2] negate(z)\n}\n"
+
+REJECTED = GOOD.replace("HloModule good", "HloModule rejected").replace("{{0,1}}", "{{0,1,2}}")
+
+
+def dump_dir(tmp_path):
+    """An XLA --xla_dump_to folder: module text dumps, plus a buffer assignment that is *.txt
+    but not HLO (XLA's dump naming: module_NNNN.<name>.<stage>.txt)."""
+    d = tmp_path / "dump"
+    d.mkdir()
+    (d / "module_0001.jit_f.before_optimizations.txt").write_text(GOOD)
+    (d / "module_0001.jit_f.cpu_after_optimizations.txt").write_text(REJECTED)
+    (d / "module_0001.jit_f.cpu_after_optimizations-buffer-assignment.txt").write_text(
+        "BufferAssignment:\nallocation 0: size 16\n")
+    (d / "module_0002.jit_g.before_optimizations.txt").write_text(UNPARSABLE)
+    return d
+
+
+def test_a_dump_directory_gives_one_line_per_module_and_a_summary(tmp_path, capsys):
+    d = dump_dir(tmp_path)
+    assert main(["check", str(d)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    good, rejected, bad = (str(d / n) for n in (
+        "module_0001.jit_f.before_optimizations.txt",
+        "module_0001.jit_f.cpu_after_optimizations.txt",
+        "module_0002.jit_g.before_optimizations.txt"))
+    assert lines[0].startswith(f"{good}: OK — module good, 2 computations")
+    assert lines[1].startswith(f"{rejected}: in computation main: %ar = ")
+    assert lines[2] == f"{bad}:3:26: instruction %y uses %z, which is not defined in computation e"
+    assert lines[3] == "3 files: 1 accepted, 1 rejected, 1 unparsable"
+    assert len(lines) == 4
+
+
+def test_all_accepted_is_exit_0_and_json_gives_the_same_per_file(tmp_path, capsys):
+    a, b = tmp_path / "a.hlo", tmp_path / "b.hlo"
+    a.write_text(GOOD)
+    b.write_text(GOOD.replace("HloModule good", "HloModule other"))
+    assert main(["check", str(a), str(b)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "2 files: 2 accepted, 0 rejected, 0 unparsable"
+    (tmp_path / "c.hlo").write_text(UNPARSABLE)
+    assert main(["check", str(tmp_path), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert [f["ok"] for f in report["files"]] == [True, True, False]
+    assert report["files"][2]["stage"] == "parser" and report["files"][2]["line"] == 3
+    assert report["summary"] == {"accepted": 2, "rejected": 0, "unparsable": 1,
+                                 "unreadable": 0, "files": 3}
+
+
+def test_a_missing_path_is_exit_2(tmp_path, capsys):
+    good = tmp_path / "a.hlo"
+    good.write_text(GOOD)
+    assert main(["check", str(good), str(tmp_path / "nope.hlo")]) == 2
+    assert capsys.readouterr().err.strip() == f"neuron-sim: error: {tmp_path / 'nope.hlo'}: no such file"
+
+
+def test_a_header_without_device_counts_gets_the_smallest_topology(tmp_path, capsys):
+    """replica_groups={{0,1},{2,3}} without a channel: CrossReplica over replicas 0..3, so 4
+    replicas (XLA's CheckReplicaGroups: the groups name each of 0..n-1 once)."""
+    path = tmp_path / "m.hlo"
+    path.write_text(GOOD.replace(", replica_count=2", "").replace("{{0,1}}", "{{0,1},{2,3}}"))
+    assert main(["check", str(path)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "topology 4x1 (4 devices, inferred from the collectives' groups" in first
+    assert main(["check", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["replica_count"] == 4 and report["topology_inferred"] is True
+    assert report["collectives"][0]["participant_groups"] == [[0, 1], [2, 3]]
+
+
+def test_accepted_modules_always_summarize(tmp_path, capsys):
+    """A header that fixes one replica: XLA's verifier skips the coverage rule (count 1), the
+    groups {{0,1}} then name no device of a one-device topology; check reports that as the
+    module's rejection (exit 1), never an internal error."""
+    path = tmp_path / "m.hlo"
+    path.write_text(GOOD.replace("replica_count=2", "replica_count=1, num_partitions=1"))
+    assert main(["check", str(path)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.startswith(f"{path}: in computation main: %ar") and not captured.err
+
+
+def test_allow_mixed_precision_flag(tmp_path, capsys):
+    path = tmp_path / "m.hlo"
+    path.write_text("HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n"
+                    "  b = bf16[2] parameter(1)\n  ROOT s = f32[2] add(a, b)\n}\n")
+    assert main(["check", str(path)]) == 1
+    assert main(["check", str(path), "--allow-mixed-precision"]) == 0
