@@ -195,6 +195,36 @@ ENTRY %main (p: f32[4]) -> f32[4] {
   ROOT %c = f32[4] conditional(%low, %p, %p), true_computation=%reduce_pairs, false_computation=%gather_pairs
 }
 """,
+# Without replica_groups: one group of the mode's ids (XLA parses an absent attribute as {}).
+"ar_without_replica_groups": """HloModule ar_no_groups, replica_count=2, num_partitions=4
+""" + ADD_F32 + """
+ENTRY %main (p: f32[3,2]) -> f32[3,2] {
+  %p = f32[3,2] parameter(0)
+  ROOT %ar = f32[3,2] all-reduce(%p), to_apply=%add
+}
+""",
+"ag_without_replica_groups_every_device": """HloModule ag_no_groups, replica_count=2, num_partitions=4
+
+ENTRY %main (p: s32[2,3]) -> s32[16,3] {
+  %p = s32[2,3] parameter(0)
+  ROOT %ag = s32[16,3] all-gather(%p), channel_id=4, dimensions={0}
+}
+""",
+# Without source_target_pairs (or with none): nothing moves, every device receives zeros.
+"permute_without_pairs": """HloModule cp_no_pairs, replica_count=2, num_partitions=4
+
+ENTRY %main (p: f32[5]) -> f32[5] {
+  %p = f32[5] parameter(0)
+  ROOT %cp = f32[5] collective-permute(%p), channel_id=5
+}
+""",
+"permute_with_empty_pairs": """HloModule cp_empty_pairs, replica_count=2, num_partitions=4
+
+ENTRY %main (p: f32[5]) -> f32[5] {
+  %p = f32[5] parameter(0)
+  ROOT %cp = f32[5] collective-permute(%p), source_target_pairs={}
+}
+""",
 }
 
 MISMATCH = """HloModule mismatch, num_partitions=8
