@@ -217,7 +217,7 @@ class Evaluator:
     def _execute(self, inst: HloInstruction, implementation, args: list[Value], frame: Frame
                  ) -> Value:
         if implementation is None:
-            raise Unimplemented(inst.opcode.spelling, _custom_call_detail(inst))
+            raise Unimplemented(inst.opcode.spelling)
         self.instructions_executed += 1
         if frame.devices is not None:
             self.device_instructions += frame.n
@@ -399,12 +399,6 @@ def wrap_result(shape: Shape, result, replicated: bool, n: int) -> Value:
 
 
 _PARAMETER = object()
-
-
-def _custom_call_detail(inst: HloInstruction) -> str:
-    if inst.opcode is Opcode.CUSTOM_CALL:
-        return f"custom_call_target=\"{inst.get('custom_call_target', '?')}\""
-    return ""
 
 
 def _make_plan(computation: HloComputation) -> _Plan:
