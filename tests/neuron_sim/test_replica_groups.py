@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from neuron_sim.hlo import HloParseError, parse_module
 from neuron_sim.hlo.replica_groups import (
     IotaReplicaGroups,
     ReplicaGroupError,
@@ -166,6 +167,30 @@ def test_from_text_allows_whitespace_between_tokens() -> None:
         ("[2,4]<=[4,2]T(1,0", 17, "expected ',' or ')'"),
         ("[0,4]<=[4]", 0, "positive group count"),
         ("[2,4]<=[8]{{0}}", 10, "after the end"),
+        ("mesh[x=2,y=2] {z}", 15, "axis 'z', which is not in the mesh"),
+        ("mesh[x=2,x=2] {x}", 9, "appears twice"),
+        ("mesh[x=0] {}", 5, "sizes must be positive"),
+        ("mesh[x=4], device_ids=([2,3]T(1,0)) {x}", 23, "hold 6 ids but the mesh [4] has 4"),
+        ("mesh[x=4], device_ids=([2,2]) {x}", 23, "need a T(...)"),
+        ("mesh[x=4], device_ids=([4]T(0)) {x}", 23, "take no T(...)"),
+        ("mesh[x=4], device_ids=([2,2]T(0,0)) {x}", 23, "not a permutation"),
+        ("mesh[x=4], device_ids=(0,1,2) {x}", 23, "list 3 ids but the mesh [4] has 4"),
+        ("mesh[x=4], device_ids=(0,1,2,2) {x}", 23, "permutation of 0..3"),
+        ("mesh[x=4], device_ids=(0,1,2,3) {x}", 23, "default"),
+        ("mesh[u=10] {u:(8)2}", 12, "does not fit axis 'u' of size 10"),
+        ("mesh[u=10] {u:(2)8}", 12, "does not fit"),
+        ("mesh[u=10] {u:(1)10}", 12, "does not fit"),
+        ("mesh[u=10] {u:(1)1}", 12, "size of at least 2"),
+        ("mesh[u=30] {u:(6)5,u:(10)3}", 19, "overlapping"),
+        ("mesh[x=4,y=2] {x,x}", 17, "grouped over twice"),
+        ("mesh[x=4,y=2] {x:(1)2,x}", 22, "grouped over twice"),
+        ("mesh[u=8] {u:(1)2,u:(2)2}", 18, "must be written as one sub-axis"),
+        ("mesh[x=4] {3}", 11, "axis 3 does not exist"),
+        ("mesh['x'=2,y=2] {x}", 11, "all quoted or all bare"),
+        ("mesh[] {}", 5, "expected a mesh axis name"),
+        ("mesh[x=4] 'x'", 10, "expected '{'"),
+        ("mesh[x=4] {x} extra", 14, "unexpected"),
+        ("maximal_mesh[device_id=0] {}", 0, "expected 'mesh'"),
     ],
 )
 def test_parse_errors_say_where_the_text_went_wrong(text: str, offset: int, fragment: str) -> None:
@@ -463,43 +488,50 @@ def test_mesh_and_explicit_with_the_same_groups_are_different_values() -> None:
         ReplicaGroups(explicit=((0,),), mesh=mesh.mesh)
 
 
-@pytest.mark.parametrize(
-    ("text", "offset", "fragment"),
-    [
-        ("mesh[x=2,y=2] {z}", 15, "axis 'z', which is not in the mesh"),
-        ("mesh[x=2,x=2] {x}", 9, "appears twice"),
-        ("mesh[x=0] {}", 5, "sizes must be positive"),
-        ("mesh[x=4], device_ids=([2,3]T(1,0)) {x}", 23, "hold 6 ids but the mesh [4] has 4"),
-        ("mesh[x=4], device_ids=([2,2]) {x}", 23, "need a T(...)"),
-        ("mesh[x=4], device_ids=([4]T(0)) {x}", 23, "take no T(...)"),
-        ("mesh[x=4], device_ids=([2,2]T(0,0)) {x}", 23, "not a permutation"),
-        ("mesh[x=4], device_ids=(0,1,2) {x}", 23, "list 3 ids but the mesh [4] has 4"),
-        ("mesh[x=4], device_ids=(0,1,2,2) {x}", 23, "permutation of 0..3"),
-        ("mesh[x=4], device_ids=(0,1,2,3) {x}", 23, "default"),
-        ("mesh[u=10] {u:(8)2}", 12, "does not fit axis 'u' of size 10"),
-        ("mesh[u=10] {u:(2)8}", 12, "does not fit"),
-        ("mesh[u=10] {u:(1)10}", 12, "does not fit"),
-        ("mesh[u=10] {u:(1)1}", 12, "size of at least 2"),
-        ("mesh[u=30] {u:(6)5,u:(10)3}", 19, "overlapping"),
-        ("mesh[x=4,y=2] {x,x}", 17, "grouped over twice"),
-        ("mesh[x=4,y=2] {x:(1)2,x}", 22, "grouped over twice"),
-        ("mesh[u=8] {u:(1)2,u:(2)2}", 18, "must be written as one sub-axis"),
-        ("mesh[x=4] {3}", 11, "axis 3 does not exist"),
-        ("mesh['x'=2,y=2] {x}", 11, "all quoted or all bare"),
-        ("mesh[] {}", 5, "expected a mesh axis name"),
-        ("mesh[x=4] 'x'", 10, "expected '{'"),
-        ("mesh[x=4] {x} extra", 14, "unexpected"),
-        ("maximal_mesh[device_id=0] {}", 0, "expected 'mesh'"),
-    ],
-)
-def test_malformed_mesh_forms_say_where(text: str, offset: int, fragment: str) -> None:
-    with pytest.raises(ReplicaGroupError) as info:
-        ReplicaGroups.from_text(text)
-    assert fragment in info.value.message
-    assert info.value.offset == offset
-
-
 def test_mesh_sub_axes_coexist_when_xla_says_they_may() -> None:
     """ValidateSubAxesCoexistenceCheck: a:(1)2 with a:(4)2 on a=8, in either order."""
     for refs in ("a:(1)2,a:(4)2", "a:(4)2,a:(1)2"):
         assert ReplicaGroups.from_text(_mesh_text("a=8", refs)).group_sizes == (4, 4)
+
+
+@st.composite
+def full_axis_meshes(draw: st.DrawFn) -> tuple[tuple[int, ...], tuple[int, ...], np.ndarray]:
+    """(axis sizes, grouped axes in listed order, device order) for meshes of whole axes."""
+    sizes = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=4)))
+    grouped = tuple(draw(st.permutations(range(len(sizes))))[: draw(st.integers(0, len(sizes)))])
+    order = np.asarray(draw(st.permutations(range(math.prod(sizes)))), dtype=np.int64)
+    return sizes, grouped, order
+
+
+@given(full_axis_meshes())
+def test_whole_axis_mesh_groups_follow_the_coordinate_definition(case: tuple) -> None:
+    """By definition: device at mesh coordinates c sits in the group numbered by its coordinates
+    on the axes not grouped (row-major, mesh order), at the rank its coordinates on the grouped
+    axes give (row-major, listed order)."""
+    sizes, grouped, order = case
+    devices = order.reshape(sizes)
+    others = [a for a in range(len(sizes)) if a not in grouped]
+    size = math.prod(sizes[a] for a in grouped)
+    expected = np.full((math.prod(sizes) // size, size), -1, dtype=np.int64)
+    for coords in np.ndindex(*sizes):
+        row = np.ravel_multi_index([coords[a] for a in others], [sizes[a] for a in others])
+        rank = np.ravel_multi_index([coords[a] for a in grouped], [sizes[a] for a in grouped])
+        expected[row, rank] = devices[coords]
+    names = [f"a{i}" for i in range(len(sizes))]
+    is_iota = bool((order == np.arange(order.size)).all())
+    value = ReplicaGroups.mesh(dict(zip(names, sizes)), [names[a] for a in grouped],
+                               device_ids=None if is_iota else order.tolist())
+    assert value.groups == tuple(map(tuple, expected.tolist()))
+    assert ReplicaGroups.from_text(value.to_text()) == value
+
+
+def test_a_bad_mesh_form_in_a_module_is_reported_at_its_line_and_column() -> None:
+    line = ("  ROOT ar = f32[2] all-reduce(p), channel_id=1, replica_groups=mesh['a'=4,'b'=2], "
+            "device_ids=([2,4]T(1,0)) {'c'}, use_global_device_ids=true, to_apply=add")
+    text = ("HloModule m, num_partitions=8\n\nadd {\n  x = f32[] parameter(0)\n"
+            "  y = f32[] parameter(1)\n  ROOT s = f32[] add(x, y)\n}\n\n"
+            "ENTRY e {\n  p = f32[2] parameter(0)\n" + line + "\n}\n")
+    with pytest.raises(HloParseError) as info:
+        parse_module(text)
+    assert (info.value.line, info.value.col) == (11, line.index("'c'") + 1)
+    assert "axis 'c', which is not in the mesh" in str(info.value)
