@@ -737,6 +737,8 @@ class _Parser:
             return TupleShape(tuple(elements))
         pos = c.pos
         spelling = c.match(_WORD, "a shape")
+        if spelling == "b" and c.peek("("):
+            raise c.error("buffer shapes b(...) are not supported", pos)
         try:
             element_type = ElementType.from_spelling(spelling)
         except KeyError:
