@@ -48,6 +48,9 @@ ENTRY %main () -> f32[4096,4096] {
 }
 """
 
+MPIEXEC = Path(sys.executable).parent / "mpiexec"
+needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+
 
 def environment() -> dict[str, str]:
     env = dict(os.environ)
@@ -121,9 +124,6 @@ def test_output_onto_an_input_is_refused_and_nothing_written(cli, work, argv, na
     assert snapshot(work) == before
 
 
-MPIEXEC = Path(sys.executable).parent / "mpiexec"
-
-
 @pytest.mark.skipif(not MPIEXEC.exists(), reason="mpiexec is not installed")
 def test_a_per_rank_output_onto_an_input_is_refused_on_every_rank(work):
     """``-o x.npz --output-per-rank`` has rank 1 write x.rank1.npz, here the inputs file."""
@@ -161,24 +161,20 @@ def test_verify_out_onto_the_directory_of_its_module_is_refused(cli, work, layou
 # --out DIR: new or empty, nothing replaced.
 
 
-def test_out_into_a_non_empty_directory_is_refused(cli, work):
-    (work / "cex").mkdir()
-    (work / "cex" / "report.json").write_text("the user's own notes\n")
+@pytest.mark.parametrize("make, message", [
+    (lambda cex: (cex.mkdir(), (cex / "report.json").write_text("the user's notes\n")),
+     "--out cex: is not empty"),
+    (lambda cex: cex.write_text("not a directory\n"), "--out cex: is a file, not a directory"),
+], ids=["non-empty-directory", "regular-file"])
+def test_out_onto_what_the_user_has_is_one_sentence_and_nothing_written(cli, work, make,
+                                                                        message):
+    """A non-empty directory, or a file (that was a raw ``[Errno 17]``)."""
+    make(work / "cex")
     before = snapshot(work)
     code, out, err = cli("verify", "m.hlo", "--passes", DELETE_PERMUTE, "--out", "cex",
                          cwd=work)
     assert code == 2
-    assert "--out cex: is not empty" in error_line(err)
-    assert snapshot(work) == before
-
-
-def test_out_onto_a_regular_file_is_one_sentence(cli, work):
-    (work / "cex").write_text("not a directory\n")
-    before = snapshot(work)
-    code, out, err = cli("verify", "m.hlo", "--passes", DELETE_PERMUTE, "--out", "cex",
-                         cwd=work)
-    assert code == 2
-    assert "--out cex: is a file, not a directory" in error_line(err)
+    assert message in error_line(err)
     assert snapshot(work) == before
 
 
@@ -286,24 +282,70 @@ def test_an_output_in_a_missing_directory_is_refused_before_running(cli, work):
 # Ctrl-C.
 
 
-def interrupt_after(process: subprocess.Popen, seconds: float) -> float:
-    """Send SIGINT after ``seconds``; the time from the signal to the process's end."""
-    time.sleep(seconds)
+def cpu_seconds(process: subprocess.Popen) -> float:
+    """The CPU time ``process`` has used (Linux: /proc/PID/stat, utime + stime)."""
+    fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def interrupt_when_busy(process: subprocess.Popen, cpu: float) -> float:
+    """Send SIGINT once ``process`` has used ``cpu`` CPU seconds — past Python's start-up and
+    the imports (under a second), into the command's own work, however loaded the machine;
+    return the time from the signal to the process's end."""
+    deadline = time.monotonic() + 300
+    while cpu_seconds(process) < cpu:
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.01)
+    return interrupt(process)
+
+
+def interrupt(process: subprocess.Popen) -> float:
+    """Send SIGINT; the time from the signal to the process's end."""
     sent = time.monotonic()
     process.send_signal(signal.SIGINT)
     process.wait(timeout=30)
     return time.monotonic() - sent
 
 
-def test_ctrl_c_ends_prove_pools_within_a_second(work):
-    """z3 cancelled its running check on SIGINT and swallowed the signal, so the table of
-    pool theorems ran on to the end (about 13 s) and exited 1 as if nothing happened."""
-    process = start("prove", "--pools", "--no-replay", cwd=work)
-    elapsed = interrupt_after(process, 3.0)  # well inside the z3 queries
+ENDLESS = """HloModule endless
+
+%cond (s: s32[]) -> pred[] {
+  %s = s32[] parameter(0)
+  ROOT %t = pred[] constant(true)
+}
+
+%body (b: s32[]) -> s32[] {
+  %b = s32[] parameter(0)
+  %one = s32[] constant(1)
+  ROOT %n = s32[] add(%b, %one)
+}
+
+ENTRY %main () -> s32[] {
+  %z = s32[] constant(0)
+  ROOT %w = s32[] while(%z), condition=%cond, body=%body
+}
+"""
+
+
+@needs_proc
+@pytest.mark.parametrize("argv", [
+    ["prove", "--pools", "--no-replay"],
+    ["run", "endless.hlo", "--timeout", "inf", "-o", "out.npz"],
+    ["verify", "endless.hlo", "endless.hlo", "--timeout", "600", "--out", "cex"],
+], ids=["prove-pools", "run", "verify"])
+def test_ctrl_c_ends_a_command_within_a_second(work, argv):
+    """prove --pools: z3 cancelled its running check on SIGINT and swallowed the signal, so
+    the table of pool theorems ran on to the end (about 13 s) and exited 1 as if nothing had
+    happened. run and verify on an endless loop: the interpreter's Python loop."""
+    (work / "endless.hlo").write_text(ENDLESS)
+    before = snapshot(work)
+    process = start(*argv, cwd=work)
+    elapsed = interrupt_when_busy(process, 2.0)
     out, err = process.communicate()
     assert process.returncode == 130, err
     assert elapsed < 1.0
     assert err.strip().splitlines() == ["neuron-sim: interrupted"]
+    assert snapshot(work) == before
 
 
 def test_ctrl_c_while_writing_leaves_the_old_output_and_no_partial_file(work):
@@ -316,7 +358,7 @@ def test_ctrl_c_while_writing_leaves_the_old_output_and_no_partial_file(work):
     while not any(name.endswith(".tmp") for name in os.listdir(work)):
         assert process.poll() is None and time.monotonic() < deadline, "no write was seen"
         time.sleep(0.001)
-    elapsed = interrupt_after(process, 0.0)
+    elapsed = interrupt(process)
     out, err = process.communicate()
     assert process.returncode == 130, err
     assert elapsed < 1.0
