@@ -9,9 +9,9 @@ values identical on every row are held once (``interpreter.values``).
 Collectives go through ``self.transport`` (``interpreter.transport``), so a backend that runs
 devices in several processes reuses this evaluator and the ops and swaps only the transport.
 
-Time limits: an evaluator with a deadline checks it before every instruction and every call of
-a computation (so every iteration of a while), and raises ``ExecutionTimeout`` once it has
-passed. Unlike an alarm signal this works off the main thread; it cannot stop one long numpy
+Time limits: an evaluator with a deadline checks it before every instruction of every
+computation it evaluates (so on every iteration of a while), and raises ``ExecutionTimeout``
+once it has passed. Unlike an alarm signal this works off the main thread; it cannot stop one long numpy
 call, only the next step after it. ``time_limit(seconds)`` sets the deadline of every evaluator
 created inside it (in the current thread or task): the verifier bounds each execution so,
 whatever runner executes it.
@@ -184,8 +184,6 @@ class Evaluator:
         if plan is None:
             plan = self._plans[computation] = _make_plan(computation)
         deadline = self.deadline
-        if deadline is not None:
-            deadline.check()
         env: dict[HloInstruction, Value] = {}
         for inst, operands, dead, implementation in plan:
             if deadline is not None:
