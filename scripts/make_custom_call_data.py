@@ -49,7 +49,9 @@ def main() -> None:
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     for name, (fn, x) in _cases().items():
         compiled = jax.jit(fn).lower(x).compile()
-        text = compiled.as_text()
+        # The debug sections name this file; keep its path relative to the repository.
+        text = compiled.as_text().replace(str(Path(__file__).resolve()),
+                                          "scripts/make_custom_call_data.py")
         if 'custom_call_target="TopK"' not in text:
             raise SystemExit(f"{name}: XLA:CPU did not emit the TopK custom-call")
         outputs = jax.tree_util.tree_leaves(compiled(x))
