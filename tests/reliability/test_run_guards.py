@@ -131,9 +131,9 @@ def test_run_refuses_a_module_the_checker_rejects_with_the_checkers_sentence(cli
     """Before, run printed zeros for devices 2 and 3 and exited 0; `check` rejects the module,
     and run now stops with exit 1 and the same sentence, printing no outputs."""
     hlo = write(tmp_path, "m.hlo", OUTSIDE_EVERY_GROUP)
-    code, _, check_err = cli("check", hlo)
-    assert code == 2
-    sentence = one_error_line(check_err).removeprefix("neuron-sim: error: ")
+    code, check_out, _ = cli("check", hlo)
+    assert code == 1
+    sentence = check_out.splitlines()[0].removeprefix(f"{hlo}: ")
     assert "replica_groups cover 2 replica ids but there are 4 replicas" in sentence
     code, out, err = cli("run", hlo, "--seed", "1")
     assert code == 1 and out == ""

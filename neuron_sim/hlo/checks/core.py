@@ -101,6 +101,11 @@ class Context:
         return len(self.inst.operands)
 
     def shape(self, i: int) -> Shape:
+        """Operand ``i``'s shape; a missing operand is the rule's Invalid, not an IndexError
+        (shape inference runs on instructions whose operand count is not checked yet)."""
+        if not 0 <= i < len(self.inst.operands):
+            raise Invalid(f"{self.name} needs an operand {i} but has {len(self.inst.operands)} "
+                          f"operand{'s' * (len(self.inst.operands) != 1)}")
         return self.inst.operands[i].shape
 
     def shapes(self) -> list[Shape]:
