@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from neuron_sim.errors import UserError
@@ -287,7 +288,7 @@ def _to_array(shape: ArrayShape, flat: list) -> np.ndarray:
     error (as in XLA's parser), never wrapped around."""
     dtype = shape.element_type.numpy_dtype
     if shape.element_type.is_integral and flat:
-        info = np.iinfo(dtype)
+        info = ml_dtypes.iinfo(dtype) if dtype.kind == "V" else np.iinfo(dtype)
         low, high = min(flat), max(flat)
         if low < info.min or high > info.max:
             bad = low if low < info.min else high

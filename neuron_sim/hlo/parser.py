@@ -86,6 +86,7 @@ class HloParseError(UserError):
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 _NUMBER = re.compile(r"-?\d+")
+_NAME_CHAR = re.compile(r"[A-Za-z0-9_.\-]")
 _WORD = re.compile(r"[a-z][a-z0-9]*")
 _OPCODE = re.compile(r"[a-z][a-z0-9\-]*")
 _SKIP_START = frozenset(" \t\r\n\f\v/")
@@ -506,7 +507,8 @@ class _Parser:
             element_type = ElementType.from_spelling(m.group(0))
         except KeyError:
             return False
-        return element_type in SCALAR_ONLY_TYPES
+        # 'token.0' is a name that begins with a type (XLA's lexer reads the longest name).
+        return element_type in SCALAR_ONLY_TYPES and not _NAME_CHAR.match(after)
 
     def parse_literal_text(self, shape: Shape, text: str, pos: int) -> Literal:
         try:
