@@ -4,6 +4,7 @@ topology (SEMANTICS.md §2), and gather / scatter shard counts must equal the gr
 
 from __future__ import annotations
 
+import re
 from typing import Callable, Sequence
 
 from neuron_sim.hlo.checks.core import Context, Invalid, RuleTable, fmt
@@ -12,7 +13,7 @@ from neuron_sim.hlo.checks.helpers import (array_shape, declared_result, declare
 from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.replica_groups import ReplicaGroupError, ReplicaGroups, SourceTargetPairs
-from neuron_sim.hlo.shapes import ArrayShape, Shape, TupleShape, scalar
+from neuron_sim.hlo.shapes import ArrayShape, Layout, Shape, TupleShape, scalar
 from neuron_sim.topology import GroupMode, group_mode, validate_replica_groups
 
 RULES = RuleTable("collective")
@@ -156,7 +157,9 @@ def _reduce_scatter(ctx: Context) -> Shape:
 @RULES.rule(Opcode.ALL_TO_ALL)
 def _all_to_all(ctx: Context) -> Shape:
     """Array form (dimensions={d}): one operand whose dim d the group size divides; result is
-    the operand's shape. Tuple form: one operand per group member, all of one shape."""
+    the operand's shape. Tuple form: one operand per group member, all of one shape, layout
+    included (XLA's InferAllToAllTupleShape compares them with Shape::Equal, which sees
+    layouts; AllToAll_LayoutConstrained)."""
     ctx.require_operands(at_least=1)
     shapes = ctx.arrays()
     n = _checked_group_size(ctx, uniform=True)
@@ -174,7 +177,20 @@ def _all_to_all(ctx: Context) -> Shape:
         if not s.compatible(shapes[0]):
             raise Invalid(f"all-to-all operand {i} {fmt(s)} differs from operand 0 "
                           f"{fmt(shapes[0])}")
+        if _layout_key(s) != _layout_key(shapes[0]):
+            raise Invalid(f"all-to-all operand {i} {s} differs from operand 0 {shapes[0]} in "
+                          f"its layout")
     return TupleShape(tuple(shapes))
+
+
+_MEMORY_SPACE = re.compile(r"S\(\d+\)")
+
+
+def _layout_key(shape: ArrayShape) -> tuple:
+    """A layout as XLA's Shape::Equal().IgnoreMemorySpaceInLayout() compares it: the dimension
+    order (the parser's default when none is written) and the tiles, memory space left out."""
+    layout = shape.layout or Layout.default(shape.rank)
+    return layout.minor_to_major, _MEMORY_SPACE.sub("", layout.extra)
 
 
 @RULES.rule(Opcode.RAGGED_ALL_TO_ALL)
@@ -194,9 +210,54 @@ def _collective_broadcast(ctx: Context) -> Shape:
 
 def _is_inplace_permute(ctx: Context) -> bool:
     """XLA's in-place collective-permute: (input buffer, output buffer, input offsets, output
-    offsets), the offsets being tuples; four plain arrays are a combined permute instead."""
-    return ctx.operand_count == 4 and not all(
-        isinstance(s, ArrayShape) for s in ctx.shapes())
+    offsets), the offsets being tuples, and ``slice_sizes`` given (XLA's parser makes it
+    in-place exactly then); four plain arrays without slice sizes are a combined permute."""
+    return "slice_sizes" in ctx.inst.attrs or (ctx.operand_count == 4 and not all(
+        isinstance(s, ArrayShape) for s in ctx.shapes()))
+
+
+def _check_buffer_offsets(buffer: Shape, offsets: Shape, role: str) -> None:
+    """The offsets of one buffer: a tuple of one index per buffer dimension, or a tuple of such
+    index tuples (one per slice sent). XLA's CheckBufferOffset."""
+    if not isinstance(offsets, TupleShape):
+        raise Invalid(f"the {role} offsets must be a tuple, not {fmt(offsets)}")
+    kinds = {isinstance(e, TupleShape) for e in offsets.elements}
+    if len(kinds) > 1:
+        raise Invalid(f"the {role} offsets {fmt(offsets)} must be a tuple of arrays or a tuple "
+                      f"of tuples")
+    if not isinstance(buffer, ArrayShape):
+        return
+    counts = ({len(e.elements) for e in offsets.elements} if kinds == {True}
+              else {len(offsets.elements)})
+    if counts - {buffer.rank}:
+        raise Invalid(f"the {role} offsets {fmt(offsets)} need one index per dimension of the "
+                      f"{role} buffer {fmt(buffer)}")
+
+
+def _check_inplace_buffers(ctx: Context) -> None:
+    """The in-place form's buffers and offsets agree: both buffers arrays, each with its own
+    offsets, or both tuples of one length whose elements each have their offsets (XLA's
+    CheckInplaceCollectivePermute: "Unmatching input buffers and output buffers")."""
+    if ctx.operand_count != 4:
+        raise Invalid(f"in-place {ctx.name} (with slice_sizes) needs 4 operands (input and "
+                      f"output buffers, input and output offsets), not {ctx.operand_count}")
+    in_buffer, out_buffer, in_offsets, out_offsets = ctx.shapes()
+    if isinstance(in_buffer, ArrayShape) and isinstance(out_buffer, ArrayShape):
+        _check_buffer_offsets(in_buffer, in_offsets, "input")
+        _check_buffer_offsets(out_buffer, out_offsets, "output")
+        return
+    if not (isinstance(in_buffer, TupleShape) and isinstance(out_buffer, TupleShape)
+            and len(in_buffer.elements) == len(out_buffer.elements)):
+        raise Invalid(f"the input buffers {fmt(in_buffer)} and output buffers "
+                      f"{fmt(out_buffer)} do not match")
+    for role, buffers, offsets in (("input", in_buffer, in_offsets),
+                                   ("output", out_buffer, out_offsets)):
+        if not (isinstance(offsets, TupleShape)
+                and len(offsets.elements) == len(buffers.elements)):
+            raise Invalid(f"the {role} offsets {fmt(offsets)} do not match the "
+                          f"{len(buffers.elements)} {role} buffers")
+        for buffer, offset in zip(buffers.elements, offsets.elements):
+            _check_buffer_offsets(buffer, offset, role)
 
 
 def _allowed_multiplicity(ctx: Context) -> int:
@@ -241,8 +302,11 @@ def _check_source_target_pairs(ctx: Context, sync_opcode: Opcode) -> None:
 def _collective_permute(ctx: Context) -> Shape:
     """The operands (a tuple if several); the 4-operand in-place form returns operand 1."""
     ctx.require_operands(at_least=1)
+    inplace = _is_inplace_permute(ctx)
+    if inplace:
+        _check_inplace_buffers(ctx)
     _check_source_target_pairs(ctx, Opcode.COLLECTIVE_PERMUTE)
-    if _is_inplace_permute(ctx):
+    if inplace:
         return ctx.shape(1)
     return tuple_or_single(ctx.arrays())
 
@@ -254,8 +318,11 @@ def _collective_permute_start(ctx: Context) -> Shape:
     be an array; several are tupled as they are, tuples included (XLA's
     InferCollectivePermuteStartShape checks only the single operand)."""
     ctx.require_operands(at_least=1)
+    inplace = _is_inplace_permute(ctx)
+    if inplace:
+        _check_inplace_buffers(ctx)
     _check_source_target_pairs(ctx, Opcode.COLLECTIVE_PERMUTE)
-    if _is_inplace_permute(ctx):
+    if inplace:
         value = (ctx.shape(0), ctx.shape(1))
     else:
         operand = ctx.array(0) if ctx.operand_count == 1 else TupleShape(tuple(ctx.shapes()))

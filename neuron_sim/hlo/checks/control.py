@@ -19,8 +19,15 @@ RULES = RuleTable("control")
 
 @RULES.rule(Opcode.FUSION)
 def _fusion(ctx: Context) -> Shape:
-    """The fused computation takes the operands and its root is the result."""
-    return check_call_signature(ctx.computation("calls"), ctx.shapes(), "fused computation")
+    """Parameter i of the fused computation takes operand i and its root is the result. The
+    fusion may pass more operands than there are parameters (XLA's HandleFusion only requires
+    no more parameters than operands; FusionMoreOperandsThanParameters)."""
+    comp = ctx.computation("calls")
+    params, _ = program_shape(comp)
+    if len(params) > ctx.operand_count:
+        raise Invalid(f"fused computation {comp.name} takes {len(params)} parameters but is "
+                      f"given {ctx.operand_count} operand{'s' * (ctx.operand_count != 1)}")
+    return check_call_signature(comp, ctx.shapes()[:len(params)], "fused computation")
 
 
 @RULES.rule(Opcode.CALL)

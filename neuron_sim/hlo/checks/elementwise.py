@@ -8,6 +8,7 @@ from typing import Callable
 
 from neuron_sim.hlo.checks.core import Context, Invalid, RuleTable, fmt
 from neuron_sim.hlo.checks.helpers import (COMPLEX_COMPONENT, COMPLEX_OF, array_shape,
+                                           compatible_ignoring_fp,
                                            require_scalar_or_dims, same_type_ignoring_fp)
 from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.hlo.opcodes import Opcode
@@ -152,15 +153,20 @@ def _check_comparison_type(kind: str | None, operand: ArrayShape) -> None:
 
 @RULES.rule(Opcode.SELECT)
 def _select(ctx: Context) -> Shape:
-    """pred is pred-typed and scalar or of the branches' dims; the branches have one shape."""
+    """pred is pred-typed and scalar or of the branches' dims; the branches have one shape, up
+    to floating-point precision when mixed precision is allowed (XLA's InferSelectShape
+    compares them with CompatibleIgnoringFpPrecision), the result having the wider type."""
     pred, on_true, on_false = ctx.array(0), ctx.array(1), ctx.array(2)
     if pred.element_type is not ElementType.PRED:
         raise Invalid(f"select's predicate must be pred, not {fmt(pred)}")
-    if not on_true.compatible(on_false):
+    same = (compatible_ignoring_fp(on_true, on_false) if ctx.allow_mixed_precision
+            else on_true.compatible(on_false))
+    if not same:
         raise Invalid(f"select's branches have different shapes: {fmt(on_true)} and "
                       f"{fmt(on_false)}")
     require_scalar_or_dims("select's predicate", pred, on_true, "branches'")
-    return array_shape(on_true.element_type, on_true.dims)
+    wider = max((on_true, on_false), key=lambda s: s.element_type.bits)
+    return array_shape(wider.element_type, on_true.dims)
 
 
 @RULES.rule(Opcode.CLAMP)

@@ -37,6 +37,10 @@ def _iota(ctx: Context) -> Shape:
     d = ctx.int_attr("iota_dimension")
     if not 0 <= d < out.rank:
         raise Invalid(f"iota_dimension {d} is out of range for {fmt(out)}")
+    kind = out.element_type
+    if not (kind.is_integral or kind.is_float or kind.is_complex):
+        raise Invalid(f"iota supports integral, floating-point or complex element types, not "
+                      f"{kind}")
     return out
 
 
