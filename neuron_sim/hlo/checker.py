@@ -22,6 +22,8 @@ from neuron_sim.hlo.checks.helpers import compatible_ignoring_fp
 from neuron_sim.hlo.checks.module import (check_call_graph, check_control_predecessors,
                                           check_operand_layout_constraints,
                                           check_result_accuracy)
+from neuron_sim.hlo.checks.pairing import (check_async_computations, check_async_pairs,
+                                           check_channels, check_layout_constrained_all_reduce)
 from neuron_sim.hlo.checks.registry import RULES
 from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
 from neuron_sim.hlo.opcodes import VARIADIC, Opcode
@@ -175,12 +177,17 @@ def _check_structure(comp: HloComputation, module: HloModule) -> None:
 
 
 def check_module(module: HloModule, topology: Topology | None = None, *,
-                 allow_mixed_precision: bool = False) -> None:
+                 allow_mixed_precision: bool = False, unique_channel_ids: bool = False) -> None:
     """Verify every computation and instruction of ``module`` (XLA's HloVerifier, layouts
-    ignored). ``topology`` defaults to the header's replica_count x num_partitions;
-    ``allow_mixed_precision`` is XLA's verifier option. Raises HloCheckError for the first
-    problem found: the call graph first (a cycle makes every later walk endless), then each
-    computation and instruction in text order."""
+    ignored), then the rules relating instructions: async start/done pairs, channel ids,
+    async computations, layout-constrained all-reduces. ``topology`` defaults to the header's
+    replica_count x num_partitions; ``allow_mixed_precision`` and ``unique_channel_ids``
+    (XLA's ``verify_unique_channel_ids``: a channel id of a collective names instructions of
+    one opcode) are XLA's verifier options. The latter is on in HloVerifierOpts but off in the
+    verifiers of XLA's CPU and GPU compilers (AddHloVerifier), whose output shares channel id 1
+    among an all-gather, an all-reduce and a reduce-scatter, so off here by default. Raises
+    HloCheckError for the first problem found: the call graph first (a cycle makes every later
+    walk endless), then each computation and instruction in text order."""
     if module.entry is None:
         raise HloCheckError(f"module {module.name} has no entry computation")
     topology = topology or Topology(module.replica_count, module.num_partitions)
@@ -191,3 +198,7 @@ def check_module(module: HloModule, topology: Topology | None = None, *,
         check_control_predecessors(comp)
         for inst in comp.instructions:
             check_instruction(inst, topology, allow_mixed_precision=allow_mixed_precision)
+    check_async_pairs(module)
+    check_channels(module, unique_ids=unique_channel_ids)
+    check_async_computations(module)
+    check_layout_constrained_all_reduce(module)

@@ -68,7 +68,7 @@ def printing_problem(entry: dict, text: str, module: HloModule) -> str:
 @functools.cache
 def judge(file: str) -> Verdict:
     """Parse and check one corpus module the way its XLA test did (its topology, its verifier's
-    mixed-precision option)."""
+    mixed-precision option; channel ids unique per opcode, as HloVerifierOpts defaults)."""
     entry = next(e for e in ENTRIES if e["file"] == file)
     text = (CORPUS / file).read_text(encoding="utf-8")
     try:
@@ -80,7 +80,8 @@ def judge(file: str) -> Verdict:
     if entry["expectation"] != "parses":
         try:
             check_module(module, topology_for(entry, module),
-                         allow_mixed_precision=entry["allow_mixed_precision"])
+                         allow_mixed_precision=entry["allow_mixed_precision"],
+                         unique_channel_ids=True)
         except UserError as exc:
             return Verdict("checker", str(exc).splitlines()[0])
         except Exception as exc:  # noqa: BLE001 - as above
