@@ -97,6 +97,9 @@ class Literal:
 
 
 def _bytes_key(value: np.ndarray) -> tuple:
+    if value.size > 1 and not any(value.strides):
+        # A constant written as one number: a broadcast view, keyed without materializing it.
+        return (str(value.dtype), value.shape, "every element", value[(0,) * value.ndim].tobytes())
     return (str(value.dtype), value.shape, value.tobytes())
 
 
@@ -195,7 +198,9 @@ class _LiteralReader:
                 flat = [self.scalar(et)]
                 self.expect("}")
             else:
-                flat = [self.scalar(et)] * max(shape.element_count, 1)
+                # One number for the whole array: a read-only broadcast, no copy per element.
+                one = _to_array(ArrayShape(et, ()), [self.scalar(et)])
+                return np.broadcast_to(one, shape.dims)
             return _to_array(shape, flat)
         dims = shape.dims
         seen = [0] * rank
