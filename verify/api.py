@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
+from interpreter.memory import require_memory
 from neuron_sim.errors import UserError
 from neuron_sim.hlo.ir import HloModule
 from neuron_sim.topology import Topology
@@ -60,12 +61,14 @@ def check_modules(before: HloModule, after: HloModule, topologies: Topologies = 
     ``shape`` or ``[D, *shape]``) replaces them. ``contract`` (a ``passes.contracts`` object or
     its name) decides which differences are allowed. An UNSOUND result is minimized unless
     ``minimize`` is False. ``timeout`` bounds one execution of the source, in seconds (None: no
-    bound; the target gets ``execution.target_limit``). ``max_memory`` (bytes) refuses an
-    execution whose estimated memory exceeds it (an ERROR verdict; it configures the default
-    runner). ``checks`` are run in order (default: ``checks.CHECKS``).
+    bound; the target gets ``execution.target_limit``). ``max_memory`` (bytes): a source whose
+    estimated memory on a topology exceeds it raises ``MemoryLimitExceeded`` before inputs are
+    drawn; with the default runner, a target over it is an ERROR verdict. ``checks`` are run in
+    order (default: ``checks.CHECKS``).
     """
     contract = contract_of(contract)
     topologies = normalize_topologies(topologies, before)
+    _require_memory(before, topologies, max_memory, name)
     runner = runner or default_runner(backend, max_memory)
     verdicts = [verify_topology(before, after, topology, trials=trials, seed=seed, inputs=inputs,
                                 contract=contract, runner=runner, timeout=timeout, checks=checks)
@@ -98,6 +101,7 @@ def check_pass(module: HloModule, passes: Any, topologies: Topologies = None, *,
     resolve_pass_options(hlo_passes, options)
     contract = weakest(p.contract for p in hlo_passes)
     topologies = normalize_topologies(topologies, module)
+    _require_memory(module, topologies, max_memory, name)
     runner = runner or default_runner(backend, max_memory)
     verdicts: list[TopologyVerdict] = []
     for topology in topologies:
@@ -134,6 +138,14 @@ def check_pass(module: HloModule, passes: Any, topologies: Topologies = None, *,
         result.minimized = minimize_case(result, _pair_verifier(result, runner, checks),
                                          rewrite=rewrite)
     return result
+
+
+def _require_memory(source: HloModule, topologies: list[Topology], max_memory: int | None,
+                    name: str | None) -> None:
+    """Refuse, before its inputs are drawn, a source that would not fit in ``max_memory``."""
+    if max_memory is not None:
+        for topology in topologies:
+            require_memory(source, topology, max_memory, what=name)
 
 
 def _summary(name: str, source: HloModule, default_target: HloModule, topologies: list[Topology],

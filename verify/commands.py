@@ -6,7 +6,8 @@
     neuron-sim demo
 
 Exit codes: 0 every result CORRECT, 1 any UNSOUND, 2 bad usage or input, or no verdict (an
-ERROR — our limitation, an execution over ``--max-memory`` included — or FAILED_TO_PROVE).
+ERROR — our limitation, a target over ``--max-memory`` included — or FAILED_TO_PROVE); a
+source over ``--max-memory`` is refused before anything runs (exit 2).
 While it runs, and only when stderr is a terminal, a status line on stderr shows the execution
 under way and the time spent.
 """
@@ -59,7 +60,7 @@ def _verify(args: argparse.Namespace) -> int:
     max_memory = args.max_memory if args.max_memory is not None else default_memory_limit()
     with _progress(default_runner(args.backend, max_memory), args.modules[0]) as runner:
         options = dict(trials=args.trials, seed=args.seed, inputs=inputs, runner=runner,
-                       minimize=not args.no_minimize, name=args.modules[0],
+                       max_memory=max_memory, minimize=not args.no_minimize, name=args.modules[0],
                        timeout=None if args.timeout == float("inf") else args.timeout)
         if args.passes:
             hlo_passes, pass_options = passes_from_args(args)
@@ -144,9 +145,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               f"{DEFAULT_TIMEOUT:g}; inf: none); a source that runs longer is "
                               "not compared on that input, a target may take the longer of "
                               "this and 20 times the source's time")
-    add_max_memory_argument(verify, help="an execution whose estimated memory exceeds SIZE, "
-                                         "e.g. 8G, is refused: an ERROR verdict (default: half "
-                                         "of the memory available)")
+    add_max_memory_argument(verify, help="refuse a source whose estimated memory exceeds SIZE, "
+                                         "e.g. 8G, before drawing inputs (a target over it: an "
+                                         "ERROR verdict; default: half of the memory available)")
     verify.add_argument("--backend", default="local", choices=("local", "mpi"),
                         help="interpreter backend (default local)")
     verify.add_argument("--no-minimize", action="store_true",

@@ -204,13 +204,15 @@ def test_values_the_same_on_every_device_are_counted_once(cli, tmp_path):
     assert '"num_devices": 1000' in out
 
 
-def test_verify_refuses_an_execution_over_the_memory_limit(cli, tmp_path):
-    """The same estimate, per execution: no verdict (ERROR, exit 2), the numbers named."""
+def test_verify_refuses_a_source_over_the_memory_limit_before_drawing_inputs(cli, tmp_path):
+    """The same estimate and sentence as run's, before any input is drawn (inputs for a huge
+    parameter were a MemoryError): exit 2."""
     hlo = write(tmp_path, "m.hlo", HUGE.replace("SIZE", "100000"))
-    code, out, _ = cli("verify", hlo, hlo, "--max-memory", "8G")
-    assert code == 2
-    assert "ERROR: Unsupported by the interpreter" in out
-    assert "needs about 112 GiB for 1 device, more than the limit of 8 GiB" in out
+    code, out, err = cli("verify", hlo, hlo, "--max-memory", "8G")
+    assert code == 2 and out == ""
+    assert one_error_line(err) == (
+        f"neuron-sim: error: {hlo}: running it on topology 1x1 needs about 112 GiB for 1 device, "
+        "more than the limit of 8 GiB (--max-memory)")
 
 
 # --------------------------------------------------------------------------------------------
