@@ -21,10 +21,11 @@ from neuron_sim.hlo.checks.groups import smallest_topology
 from neuron_sim.hlo.checks.helpers import compatible_ignoring_fp
 from neuron_sim.hlo.checks.module import (check_call_graph, check_control_predecessors,
                                           check_operand_layout_constraints,
-                                          check_result_accuracy)
+                                          check_original_values, check_result_accuracy)
 from neuron_sim.hlo.checks.pairing import (check_async_computations, check_async_pairs,
                                            check_channels, check_layout_constrained_all_reduce)
 from neuron_sim.hlo.checks.registry import RULES
+from neuron_sim.hlo.checks.threads import check_execution_threads
 from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
 from neuron_sim.hlo.opcodes import VARIADIC, Opcode
 from neuron_sim.hlo.shapes import UNBOUNDED, Shape
@@ -180,7 +181,7 @@ def check_module(module: HloModule, topology: Topology | None = None, *,
                  allow_mixed_precision: bool = False, unique_channel_ids: bool = False) -> None:
     """Verify every computation and instruction of ``module`` (XLA's HloVerifier, layouts
     ignored), then the rules relating instructions: async start/done pairs, channel ids,
-    async computations, layout-constrained all-reduces. ``topology`` defaults to the header's
+    execution threads, async computations, layout-constrained all-reduces, original values. ``topology`` defaults to the header's
     replica_count x num_partitions; ``allow_mixed_precision`` and ``unique_channel_ids``
     (XLA's ``verify_unique_channel_ids``: a channel id of a collective names instructions of
     one opcode) are XLA's verifier options. The latter is on in HloVerifierOpts but off in the
@@ -200,5 +201,7 @@ def check_module(module: HloModule, topology: Topology | None = None, *,
             check_instruction(inst, topology, allow_mixed_precision=allow_mixed_precision)
     check_async_pairs(module)
     check_channels(module, unique_ids=unique_channel_ids)
+    check_execution_threads(module)
     check_async_computations(module)
     check_layout_constrained_all_reduce(module)
+    check_original_values(module)

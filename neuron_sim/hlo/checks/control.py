@@ -5,11 +5,14 @@ whose declared shape is trusted.
 
 from __future__ import annotations
 
+import re
+
 from neuron_sim.hlo.checks.core import Context, Invalid, RuleTable, fmt
 from neuron_sim.hlo.checks.helpers import (array_shape, check_call_signature,
                                            compatible_ignoring_fp, declared_tail, is_scalar_array,
                                            program_shape, require_parameter_types,
                                            require_same_dims, tuple_element)
+from neuron_sim.hlo.checks.text import frontend_attributes
 from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import Shape, TupleShape, scalar
@@ -32,8 +35,38 @@ def _fusion(ctx: Context) -> Shape:
 
 @RULES.rule(Opcode.CALL)
 def _call(ctx: Context) -> Shape:
+    """The called computation takes the operands and its root is the result; a composite call
+    names its composite in its frontend attributes."""
     key = "to_apply" if "to_apply" in ctx.inst.attrs else "calls"
-    return check_call_signature(ctx.computation(key), ctx.shapes(), "called computation")
+    result = check_call_signature(ctx.computation(key), ctx.shapes(), "called computation")
+    if ctx.bool_attr("is_composite"):
+        _check_composite(ctx)
+    return result
+
+
+_INTEGER = re.compile(r"\s*[+-]?\d+\s*")
+
+
+def _check_composite(ctx: Context) -> None:
+    """A composite call has frontend attributes with a non-empty composite.name, a
+    composite.attributes that is not empty if given, and a composite.version that is a
+    non-negative integer if given (XLA's HandleCall)."""
+    try:
+        attributes = frontend_attributes(ctx.inst.attrs.get("frontend_attributes", "{}"))
+    except ValueError:
+        raise Invalid("the frontend_attributes of a composite call are not a list of "
+                      "key=value pairs") from None
+    if not attributes:
+        raise Invalid("a composite call needs frontend attributes naming the composite")
+    if not attributes.get("composite.name"):
+        raise Invalid("a composite call needs a non-empty composite.name frontend attribute")
+    if attributes.get("composite.attributes") == "":
+        raise Invalid("the composite.attributes frontend attribute of a composite call is "
+                      "empty")
+    version = attributes.get("composite.version")
+    if version is not None and not (_INTEGER.fullmatch(version) and int(version) >= 0):
+        raise Invalid(f"the composite.version frontend attribute of a composite call must be "
+                      f"a non-negative integer, not {version!r}")
 
 
 @RULES.rule(Opcode.MAP)

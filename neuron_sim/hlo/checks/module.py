@@ -1,6 +1,7 @@
 """Rules about a module as a whole and about the attributes the parser keeps as text: the call
 graph has no cycle, control predecessors exist, a custom-call's operand layout constraints fit
-its operands, a result accuracy names only the fields XLA knows.
+its operands, a result accuracy names only the fields XLA knows, an original value gives every
+leaf a value.
 
 XLA rejects each of these before or while building the module (its call graph, its parser);
 here the parser keeps the text and these rules judge it, one sentence per problem.
@@ -10,9 +11,10 @@ from __future__ import annotations
 
 import re
 
-from neuron_sim.hlo.attributes import Raw
 from neuron_sim.hlo.checks.core import HloCheckError, error_for, fmt
+from neuron_sim.hlo.checks.text import raw_text, split_top_level
 from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
+from neuron_sim.hlo.shapes import Shape, TupleShape
 
 
 def check_call_graph(module: HloModule) -> None:
@@ -71,25 +73,6 @@ def check_control_predecessors(comp: HloComputation) -> None:
                                       f"computation {comp.name}")
 
 
-def _split_top_level(text: str) -> list[str]:
-    """The comma-separated items of ``{a, b, ...}`` that are not nested in brackets."""
-    inner = text.strip()
-    if not (inner.startswith("{") and inner.endswith("}")):
-        raise ValueError(text)
-    inner = inner[1:-1]
-    items, depth, start = [], 0, 0
-    for i, ch in enumerate(inner):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            items.append(inner[start:i])
-            start = i + 1
-    items.append(inner[start:])
-    return [item.strip() for item in items if item.strip()]
-
-
 _LAYOUT = re.compile(r"\{[^{}]*\}")
 
 
@@ -111,7 +94,7 @@ def check_operand_layout_constraints(inst: HloInstruction) -> None:
     if value is None:
         return
     try:
-        shapes = _split_top_level(str(value))
+        shapes = split_top_level(str(value))
     except ValueError:
         raise error_for(inst, f"operand_layout_constraints={value} is not a list of "
                               f"shapes") from None
@@ -136,9 +119,9 @@ def check_result_accuracy(inst: HloInstruction) -> None:
     value = inst.attrs.get("result_accuracy")
     if value is None:
         return
-    text = value.text if isinstance(value, Raw) else str(value)
+    text = raw_text(value)
     try:
-        for item in _split_top_level(text):
+        for item in split_top_level(text):
             key, _, rest = item.partition("=")
             key, rest = key.strip(), rest.strip()
             if key == "mode":
@@ -146,7 +129,7 @@ def check_result_accuracy(inst: HloInstruction) -> None:
                     raise error_for(inst, f"result_accuracy mode {rest} is not default or "
                                           f"highest")
             elif key == "tolerance":
-                for field in _split_top_level(rest):
+                for field in split_top_level(rest):
                     name, _, number = field.partition("=")
                     if name.strip() not in _TOLERANCE_FIELDS:
                         raise error_for(inst, f"result_accuracy tolerance has no field "
@@ -159,3 +142,72 @@ def check_result_accuracy(inst: HloInstruction) -> None:
         raise
     except ValueError:
         raise error_for(inst, f"result_accuracy={text} is not a mode or a tolerance") from None
+
+
+_ORIGIN_TOKEN = re.compile(r'\s*(?:(?P<punct>[(),])|\{\s*\}|(?P<leaf>\{\s*"(?:[^"\\]|\\.)*"'
+                           r'\s*(?:\{[^{}]*\}\s*)?\}))')
+
+
+def _origin_leaves(text: str) -> tuple[set[tuple[int, ...]], bool] | None:
+    """The leaf indices an ``origin={...}`` gives a value, and whether it writes an empty leaf
+    ``{}``, read as XLA's ParseOriginalValue walks it (``(`` opens a tuple, ``,`` moves to the
+    next element); None if the text is not of that form (the parser's concern)."""
+    inner = text.strip()
+    if not (inner.startswith("{") and inner.endswith("}")):
+        return None
+    inner, at = inner[1:-1], 0
+    index: list[int] = []
+    given: set[tuple[int, ...]] = set()
+    empty = False
+    while at < len(inner.rstrip()):
+        match = _ORIGIN_TOKEN.match(inner, at)
+        if match is None:
+            return None
+        at = match.end()
+        punct = match.group("punct")
+        if punct == "(":
+            index.append(0)
+        elif punct == ")":
+            if not index:
+                return None
+            index.pop()
+        elif punct == ",":
+            if not index:
+                return None
+            index[-1] += 1
+        elif match.group("leaf") is not None:
+            given.add(tuple(index))
+        else:
+            empty = True
+    return given, empty
+
+
+def _leaf_indices(shape: Shape) -> set[tuple[int, ...]]:
+    """The tuple index of every array (or token) leaf of ``shape``."""
+    leaves: set[tuple[int, ...]] = set()
+    stack: list[tuple[Shape, tuple[int, ...]]] = [(shape, ())]
+    while stack:
+        node, index = stack.pop()
+        if isinstance(node, TupleShape):
+            stack.extend((e, index + (i,)) for i, e in enumerate(node.elements))
+        else:
+            leaves.add(index)
+    return leaves
+
+
+def check_original_values(module: HloModule) -> None:
+    """Every leaf of an instruction's ``origin={...}`` names the value it came from: no empty
+    ``{}`` leaf and no leaf left out (XLA's VerifyOriginalValue: "Leaf nodes in an original
+    value is expected to contain values")."""
+    for comp in module.computations:
+        for inst in comp.instructions:
+            value = inst.attrs.get("origin")
+            if value is None:
+                continue
+            read = _origin_leaves(raw_text(value))
+            if read is None:
+                continue
+            given, empty = read
+            if empty or not _leaf_indices(inst.shape) <= given:
+                raise error_for(inst, f"a leaf of its original value origin={raw_text(value)} "
+                                      f"names no value")
