@@ -169,11 +169,26 @@ class HloInstruction:
                 (f"/*index={i}*/" if index_comments and i and i % 5 == 0 else "")
                 + (f"{op.shape} " if operand_shapes else "") + sigil + op.name
                 for i, op in enumerate(self.operands))
-        parts = [f"{sigil}{self.name} = {self.shape} {self.opcode.spelling}({inside})"]
-        for key, value in self.attrs.items():
+        spelling, attrs = self.opcode.spelling, self.attrs
+        wrapped = self.async_wrapped_computation()
+        if wrapped is not None and wrapped.prints_as_syntax_sugar:
+            spelling = wrapped.root.opcode.spelling + self.opcode.spelling[len("async"):]
+            attrs = _sugared_attributes(self.attrs, wrapped.root.attrs)
+        parts = [f"{sigil}{self.name} = {self.shape} {spelling}({inside})"]
+        for key, value in attrs.items():
             if key not in omit:
                 parts.append(f"{key}={self._format_attr(key, value, sigil)}")
         return ", ".join(parts)
+
+    def async_wrapped_computation(self) -> "HloComputation | None":
+        """The computation an async-start/-update/-done runs (through its start), if any."""
+        start = self
+        while start.opcode in (Opcode.ASYNC_UPDATE, Opcode.ASYNC_DONE) and start.operands:
+            start = start.operands[0]
+        if start.opcode is not Opcode.ASYNC_START:
+            return None
+        calls = start.attrs.get("calls")
+        return calls if isinstance(calls, HloComputation) else None
 
     @staticmethod
     def _format_attr(key: str, value: Any, sigil: str) -> str:
@@ -200,6 +215,20 @@ class HloInstruction:
                 self.parameter_number, self.is_root)
 
 
+# What an async-start written as syntax sugar shares with the op it wraps (printed once).
+_SUGAR_SHARED_ATTRIBUTES = ("metadata", "backend_config", "frontend_attributes")
+
+
+def _sugared_attributes(own: dict[str, Any], wrapped: dict[str, Any]) -> dict[str, Any]:
+    """The attributes of a sugared async op as XLA prints them: its async_execution_thread, the
+    wrapped op's own attributes (on the start only), then its other attributes."""
+    out = {k: v for k, v in own.items() if k == "async_execution_thread"}
+    if "calls" in own:
+        out.update((k, v) for k, v in wrapped.items() if k not in _SUGAR_SHARED_ATTRIBUTES)
+    out.update((k, v) for k, v in own.items() if k not in out and k != "calls")
+    return out
+
+
 class HloComputation:
     """An ordered list of instructions with one root. Text order is a valid post order."""
 
@@ -210,6 +239,18 @@ class HloComputation:
         self.parent: HloModule | None = None
         self.is_entry = False
         self.trailing: str = ""  # e.g. ', execution_thread="..."' after the closing brace
+        # Written as async syntax sugar (``custom-call-start(...)``): the async ops calling it
+        # print back in that form and it is not printed itself, as long as it still wraps one
+        # instruction of its parameters (XLA's CanExpandIntoSingleInstruction).
+        self.syntax_sugar = False
+
+    @property
+    def prints_as_syntax_sugar(self) -> bool:
+        """True when this computation is printed inside the async ops that call it."""
+        root = self.root
+        return (self.syntax_sugar and root is not None and len(self.instructions) == len(
+            root.operands) + 1 and all(op.opcode is Opcode.PARAMETER and op.parameter_number == i
+                                       for i, op in enumerate(root.operands)))
 
     def add(self, instruction: HloInstruction, *, name_hint: str | None = None) -> HloInstruction:
         """Append ``instruction``; its name is made unique within the module."""
@@ -448,6 +489,7 @@ class HloModule:
         for comp in self.computations:
             new_comp = HloComputation(comp.name)
             new_comp.trailing = comp.trailing
+            new_comp.syntax_sugar = comp.syntax_sugar
             new_comp.parent = copy
             new_comp.is_entry = comp.is_entry
             copy.computations.append(new_comp)
@@ -544,6 +586,8 @@ def print_module(module: HloModule) -> str:
     if module.sections:
         blocks.append(module.sections)
     for comp in module.computations:
+        if comp.prints_as_syntax_sugar:
+            continue
         blocks.append(comp.to_text(percent=module.style_percent,
                                    operand_shapes=module.style_operand_shapes,
                                    signature=module.style_signatures,

@@ -7,6 +7,7 @@ prints, but has no value, and asking for it says so.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -30,9 +31,12 @@ class ElidedLiteralError(LiteralError):
 
 # One literal token: whitespace and comments are skipped (XLA's lexer), punctuation, '...' (an
 # elided constant) or an atom (a number, true/false, inf, nan...).
+# A NaN with a payload, ``-nan(0x7f)``, is one atom (XLA's lexer reads it as one decimal).
+_NAN_PAYLOAD = r"-?nan\(0x[0-9a-fA-F]+\)"
 _TOKEN = re.compile(r"(?:\s|/\*.*?\*/|//[^\n]*)*(?:(?P<punct>[{}(),])|(?P<ellipsis>\.\.\.)"
-                    r"|(?P<atom>(?:[^\s{}(),/.]|\.(?!\.\.)|/(?![*/]))+)|(?P<bad>.)|$)", re.S)
-_FAST_TOKEN = re.compile(r"[{}(),]|\.\.\.|[^\s{}(),]+")
+                    r"|(?P<atom>" + _NAN_PAYLOAD + r"|(?:[^\s{}(),/.]|\.(?!\.\.)|/(?![*/]))+)"
+                    r"|(?P<bad>.)|$)", re.S)
+_FAST_TOKEN = re.compile(r"[{}(),]|\.\.\.|" + _NAN_PAYLOAD + r"|[^\s{}(),]+")
 _PUNCTUATION = {"{": "{", "}": "}", "(": "(", ")": ")", ",": ",", "...": "ellipsis"}
 _ELIDED = ("the constant is printed elided as {...}; its value is not in the text "
            "(dump with print_large_constants to execute it)")
@@ -258,50 +262,135 @@ class _LiteralReader:
         fast = int if et.is_integral else float if et.is_float else None
         if fast is not None:
             try:
-                return [fast(t) for t in texts]
+                values = [fast(t) for t in texts]
+                if fast is int or not np.isinf(values).any():
+                    return values
             except ValueError:
                 pass
         values = []
         for i, text in zip(atoms, texts):
             try:
                 values.append(_scalar_from_text(et, text))
-            except ValueError:
+            except ValueError as exc:
                 self.pos = i
-                raise self.fail(f"'{text}' is not a valid {et.spelling} value") from None
+                raise self.fail(_scalar_error(et, text, exc)) from None
         return values
 
     def scalar(self, et: ElementType) -> Any:
         if et.is_complex:
+            start = self.pos
             self.expect("(")
             real = self.scalar(ElementType.F64)
             self.expect(",")
             imag = self.scalar(ElementType.F64)
             self.expect(")")
+            # As XLA: each finite part within the range of the component type.
+            limit = float(np.finfo(et.numpy_dtype).max)
+            for part, value in (("real", real), ("imaginary", imag)):
+                if math.isfinite(value) and abs(value) > limit:
+                    self.pos = start
+                    raise self.fail(f"{part} part {value:g} is out of range for literal's "
+                                    f"primitive type {et.spelling.upper()}, namely "
+                                    f"[{-limit:g}, {limit:g}]")
             return complex(real, imag)
         if self.peek("ellipsis"):
             raise ElidedLiteralError(_ELIDED, self.offset(self.pos))
         atom = self.expect("atom")
         try:
             return _scalar_from_text(et, atom)
-        except ValueError:
+        except ValueError as exc:
             self.pos -= 1
-            raise self.fail(f"'{atom}' is not a valid {et.spelling} value") from None
+            raise self.fail(_scalar_error(et, atom, exc)) from None
+
+
+def _scalar_error(et: ElementType, text: str, exc: ValueError) -> str:
+    """The message for an atom that is not a value of ``et``: the reason when there is one."""
+    if isinstance(exc, _UnparsableDouble) or "NaN payload" in str(exc):
+        return str(exc)
+    return f"'{text}' is not a valid {et.spelling} value"
 
 
 def _to_array(shape: ArrayShape, flat: list) -> np.ndarray:
-    """``flat`` as an array of ``shape``; integers outside the element type's range are an
-    error (as in XLA's parser), never wrapped around."""
-    dtype = shape.element_type.numpy_dtype
-    if shape.element_type.is_integral and flat:
+    """``flat`` as an array of ``shape``, refusing what XLA's CheckParsedValueIsInRange refuses:
+    integers outside the element type's range (never wrapped around, except that a negative
+    u64 is its two's complement, as XLA reads an int64 into a uint64) and finite floats the
+    type cannot hold (rounding to infinity)."""
+    et = shape.element_type
+    dtype = et.numpy_dtype
+    if et.is_integral and flat:
         info = ml_dtypes.iinfo(dtype) if dtype.kind == "V" else np.iinfo(dtype)
         low, high = min(flat), max(flat)
+        if et is ElementType.U64 and -2 ** 63 <= low < 0 and high < 2 ** 63:
+            return np.array(flat, dtype=np.int64).view(np.uint64).reshape(shape.dims)
         if low < info.min or high > info.max:
             bad = low if low < info.min else high
-            raise LiteralError(f"value {bad} is out of range for {shape.element_type.spelling} "
+            raise LiteralError(f"value {bad} is out of range for {et.spelling} "
                                f"[{info.min}, {info.max}]")
-    if shape.element_type.is_float and dtype.itemsize < 4 or dtype.kind == "V":
-        return np.array(flat, dtype=np.float64).astype(dtype).reshape(shape.dims)
+    if et.is_float and flat:
+        wide = np.array(flat, dtype=np.float64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            narrow = wide.astype(dtype)
+            lost = np.isfinite(wide) & ~np.isfinite(narrow.astype(np.float64))
+        if lost.any():
+            info = ml_dtypes.finfo(dtype)
+            raise LiteralError(f"value {wide[lost][0]:g} is out of range for literal's "
+                               f"primitive type {et.spelling.upper()} namely "
+                               f"[{float(info.min):g}, {float(info.max):g}]")
+        _set_nan_payloads(et, narrow, flat, wide)
+        return narrow.reshape(shape.dims)
     return np.array(flat, dtype=dtype).reshape(shape.dims)
+
+
+class _PayloadNan(float):
+    """A NaN written with a payload, ``-nan(0x7f)``: NaN as a float, with the payload kept."""
+
+    negative: bool
+    payload: int
+
+    def __new__(cls, negative: bool, payload: int) -> "_PayloadNan":
+        value = super().__new__(cls, "-nan" if negative else "nan")
+        value.negative = negative
+        value.payload = payload
+        return value
+
+
+def _nan_payload_bits(et: ElementType) -> int:
+    """XLA's NanPayloadBits: the mantissa width of the types with signaling NaNs (the IEEE-like
+    types, those with infinities), 0 for the others."""
+    return int(ml_dtypes.finfo(et.numpy_dtype).nmant) if et.has_inf else 0
+
+
+def _check_nan_payload(et: ElementType, payload: int) -> None:
+    bits = _nan_payload_bits(et)
+    if bits == 0:
+        raise ValueError(f"{et.spelling} does not support NaN payloads")
+    if payload >= 1 << bits:
+        raise ValueError(f"the NaN payload 0x{payload:x} is out of range for {et.spelling} "
+                         f"(0x{(1 << bits) - 1:x})")
+
+
+def _set_nan_payloads(et: ElementType, values: np.ndarray, flat: list, wide: np.ndarray) -> None:
+    """Write the payload of every ``nan(0x...)`` into the NaN bits of ``values`` (XLA's
+    NanWithSignAndPayload: the quiet NaN's bits, the sign, the payload in the mantissa)."""
+    payloads = [(i, flat[i]) for i in np.flatnonzero(np.isnan(wide))
+                if isinstance(flat[i], _PayloadNan)]
+    if not payloads:
+        return
+    bits = values.reshape(-1).view(np.dtype(f"u{values.dtype.itemsize}"))
+    mask = (1 << _nan_payload_bits(et)) - 1
+    sign = 1 << (8 * values.dtype.itemsize - 1)
+    quiet = int(np.abs(np.array(np.nan, dtype=values.dtype)).reshape(1).view(bits.dtype)[0])
+    for i, nan in payloads:
+        bits[i] = (quiet & ~mask) | (sign if nan.negative else 0) | nan.payload
+
+
+class _UnparsableDouble(ValueError):
+    """A decimal beyond the range of double, which XLA's parser refuses."""
+
+
+# XLA's QuietNanWithoutPayload<double>: the payload of a plain NaN.
+_QUIET_PAYLOAD = 1 << 51
+_DOUBLE_RANGE = "Constant is out of range for double (+/-1.79769e+308) and so is unparsable"
 
 
 def _scalar_from_text(et: ElementType, atom: str) -> Any:
@@ -314,14 +403,25 @@ def _scalar_from_text(et: ElementType, atom: str) -> Any:
     if et.is_integral:
         return int(atom, 0) if atom.lower().startswith(("0x", "-0x")) else int(atom)
     lowered = atom.lower()
-    match = re.fullmatch(r"(-?)nan(?:\(0x[0-9a-f]+\))?", lowered)
+    match = re.fullmatch(r"(-?)nan(?:\(0x([0-9a-f]+)\))?", lowered)
     if match:
-        return -np.nan if match.group(1) else np.nan
+        negative = bool(match.group(1))
+        payload = int(match.group(2), 16) if match.group(2) is not None else _QUIET_PAYLOAD
+        if payload == _QUIET_PAYLOAD:
+            return -np.nan if negative else np.nan
+        if payload == 0 or payload >= 1 << 52:
+            raise ValueError(f"the NaN payload 0x{payload:x} is out of range for a double")
+        if et.is_float:
+            _check_nan_payload(et, payload)
+        return _PayloadNan(negative, payload)
     if lowered in ("inf", "+inf"):
         return np.inf
     if lowered == "-inf":
         return -np.inf
-    return float(atom)
+    value = float(atom)
+    if math.isinf(value):
+        raise _UnparsableDouble(_DOUBLE_RANGE)
+    return value
 
 
 def _format_scalar(et: ElementType, value: Any) -> str:

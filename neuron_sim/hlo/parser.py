@@ -656,6 +656,7 @@ class _Parser:
             raise self.c.error(f"{wrapped.spelling}-start needs its shape written as "
                                f"((operands), result, state...)", pending.pos)
         body = HloComputation("async_wrapped")
+        body.syntax_sugar = True
         params = []
         for i, operand in enumerate(inst.operands):
             param = HloInstruction(unique_name("async_param", {p.name for p in params}),

@@ -326,3 +326,78 @@ def test_tuple_shapes_deeper_than_the_recursion_limit_print_compare_and_hash():
     assert deep == copy and hash(deep) == hash(copy)
     assert deep.compatible(deep.without_layout()) and deep != deep.elements[0]
     assert [str(leaf) for leaf in deep.leaves()] == ["f32[2]{0}", "f32[2]{0}"]
+
+
+# -- constants: XLA's range checks, NaN payloads, unsigned wrap-around -------------------------
+
+def _constant(shape: str, literal: str) -> str:
+    return f"HloModule m\nENTRY e {{\n  ROOT c = {shape} constant({literal})\n}}\n"
+
+
+@pytest.mark.parametrize("shape, literal, message", [
+    # hlo_parser_test.cc ConstantF16Overflow: f16's largest finite value is 65504, and -65520
+    # (halfway to 65536) rounds to -inf.
+    ("f16[]", "-65520", "is out of range for literal's primitive type F16"),
+    # ConstantBf16Overflow: bf16 keeps f32's exponent, max ~3.39e38.
+    ("bf16[]", "1e100", "out of range"),
+    # ConstantC64Overflow / ConstantC64Underflow: each part of a c64 is an f32.
+    ("c64[]", "(1e100, 0)", "real part"),
+    ("c64[]", "(0, -1e100)", "imaginary part"),
+    # ConstantF64Overflow / ConstantF64Underflow: beyond double, the lexer's decimal is inf.
+    ("f64[]", "1.8e308", "out of range for double"),
+    ("f64[]", "-1.8e308", "out of range for double"),
+    # NanPayload's bound: bf16 has 7 mantissa bits, so payloads go up to 0x7f.
+    ("bf16[]", "nan(0x80)", "NaN payload 0x80 is out of range"),
+])
+def test_constants_outside_their_types_range_are_parse_errors(shape, literal, message):
+    err = parse_error(_constant(shape, literal))
+    assert message in err.message and err.line == 3
+
+
+def test_finite_values_that_round_into_range_are_accepted():
+    """XLA's CheckParsedValueIsInRange compares the value after conversion when it stays finite:
+    65519 rounds to f16's 65504 (the next f16, 65536, would be inf), so it is accepted."""
+    value = parse_module(_constant("f16[]", "65519")).entry.root.literal.value
+    assert float(value) == 65504.0
+
+
+def test_negative_u64_constants_wrap_as_xla_reads_an_int64_into_a_uint64():
+    """ConstantUnsignedUnderflow: `u64[] constant(-1)` is accepted and holds 2^64 - 1; for u32
+    the same -1 read as a uint64 exceeds 2^32 - 1 and is refused."""
+    value = parse_module(_constant("u64[]", "-1")).entry.root.literal.value
+    assert int(value) == 2 ** 64 - 1
+    parse_error(_constant("u32[]", "-1"))
+
+
+def test_nan_payloads_are_read_into_the_nan_bits():
+    """NanPayload: bf16 NaN is sign | exponent 0x7f80 | 7 payload bits, so -nan(0x7f) is 0xffff and
+    -nan(0x3f) is 0xffbf (XLA's NanWithSignAndPayload); f32 nan(0x1) is 0x7f800001."""
+    module = parse_module(_constant("bf16[2]", "{-nan(0x7f), -nan(0x3f)}"))
+    assert module.entry.root.literal.value.view(np.uint16).tolist() == [0xffff, 0xffbf]
+    f32 = parse_module(_constant("f32[]", "nan(0x1)")).entry.root.literal.value
+    assert int(np.asarray(f32).reshape(1).view(np.uint32)[0]) == 0x7f800001
+
+
+# -- async syntax sugar prints back as written --------------------------------------------------
+
+SUGARED = """HloModule m
+
+ENTRY %Entry (p0: f32[10]) -> f32[20] {
+  %p0 = f32[10]{0} parameter(0)
+  %async-start = ((f32[10]{0}), f32[20]{0}, s32[]) custom-call-start(f32[10]{0} %p0), async_execution_thread="parallel_thread", custom_call_target="foo"
+  %async-update = ((f32[10]{0}), f32[20]{0}, s32[]) custom-call-update(((f32[10]{0}), f32[20]{0}, s32[]) %async-start)
+  ROOT %async-done = f32[20]{0} custom-call-done(((f32[10]{0}), f32[20]{0}, s32[]) %async-update)
+}, execution_thread="main_thread"
+
+"""
+
+
+def test_async_syntax_sugar_prints_back_verbatim():
+    """hlo_parser_test.cc AsyncOpsWithSyntaxSugarAndThreadName / HloComputationWithParallel-
+    ThreadName are round-trip cases: XLA's printer writes an async op whose computation wraps
+    one instruction as `<op>-start`, with the thread first and the wrapped op's attributes, and
+    does not print the wrapped computation."""
+    module = parse_module(SUGARED)
+    assert module.entry.root.opcode is Opcode.ASYNC_DONE
+    assert module.to_text() == SUGARED
+    round_trips(module)
