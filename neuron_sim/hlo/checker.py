@@ -25,6 +25,7 @@ from neuron_sim.hlo.checks.module import (check_call_graph, check_control_predec
 from neuron_sim.hlo.checks.pairing import (check_async_computations, check_async_pairs,
                                            check_channels, check_layout_constrained_all_reduce)
 from neuron_sim.hlo.checks.registry import RULES
+from neuron_sim.hlo.checks.sharding import check_shardings
 from neuron_sim.hlo.checks.threads import check_execution_threads
 from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
 from neuron_sim.hlo.opcodes import VARIADIC, Opcode
@@ -181,7 +182,8 @@ def check_module(module: HloModule, topology: Topology | None = None, *,
                  allow_mixed_precision: bool = False, unique_channel_ids: bool = False) -> None:
     """Verify every computation and instruction of ``module`` (XLA's HloVerifier, layouts
     ignored), then the rules relating instructions: async start/done pairs, channel ids,
-    execution threads, async computations, layout-constrained all-reduces, original values. ``topology`` defaults to the header's
+    execution threads, shardings, async computations, layout-constrained all-reduces,
+    original values. ``topology`` defaults to the header's
     replica_count x num_partitions; ``allow_mixed_precision`` and ``unique_channel_ids``
     (XLA's ``verify_unique_channel_ids``: a channel id of a collective names instructions of
     one opcode) are XLA's verifier options. The latter is on in HloVerifierOpts but off in the
@@ -202,6 +204,7 @@ def check_module(module: HloModule, topology: Topology | None = None, *,
     check_async_pairs(module)
     check_channels(module, unique_ids=unique_channel_ids)
     check_execution_threads(module)
+    check_shardings(module)
     check_async_computations(module)
     check_layout_constrained_all_reduce(module)
     check_original_values(module)

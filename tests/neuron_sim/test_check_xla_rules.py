@@ -302,3 +302,324 @@ def test_smallest_topology_the_groups_are_valid_on(collective: str, expected):
         == expected
     if topology is not None:
         accepted(text, topology)
+
+
+# --- verifier rules beyond shapes (hlo_verifier.cc; the tests named are hlo_verifier_test.cc's)
+
+
+@pytest.mark.parametrize("kind,distribution,ok", [
+    ("f32", "rng_normal", True), ("s32", "rng_normal", False), ("s32", "rng_uniform", True),
+    ("pred", "rng_uniform", True), ("pred", "rng_normal", False),
+])
+def test_rng_element_type_depends_on_the_distribution(kind: str, distribution: str, ok: bool):
+    """HandleRng: rng_uniform takes floating-point, integral or pred values, rng_normal only
+    floating-point ones (RngElementTypeNotSupported: s32 rng_normal, "Element type not
+    supported")."""
+    text = module(f"""  a = {kind}[] parameter(0)
+  b = {kind}[] parameter(1)
+  ROOT r = {kind}[10] rng(a, b), distribution={distribution}""")
+    if ok:
+        accepted(text)
+    else:
+        rejected(text, f"not {kind}")
+
+
+def test_rng_result_may_differ_in_precision_only_with_mixed_precision():
+    """HasCompatibleElementTypes: the operands share a type; the result has it, or another
+    floating-point type when allow_mixed_precision."""
+    text = module("""  a = bf16[] parameter(0)
+  b = bf16[] parameter(1)
+  ROOT r = f32[4] rng(a, b), distribution=rng_uniform""")
+    rejected(text, "rng parameter 0 must be f32[]")
+    accepted(text, allow_mixed_precision=True)
+
+
+@pytest.mark.parametrize("kind,ok", [("pred", False), ("s32", True), ("bf16", True),
+                                     ("c64", True)])
+def test_iota_takes_integral_floating_point_or_complex_types(kind: str, ok: bool):
+    """HandleIota: "Only support iota of integral, floating point or complex primitive types,
+    got PRED" (IotaPredResultNotAllowed)."""
+    text = module(f"  ROOT i = {kind}[128] iota(), iota_dimension=0")
+    if ok:
+        accepted(text)
+    else:
+        rejected(text, "not pred")
+
+
+def test_select_branches_of_two_precisions_need_mixed_precision():
+    """InferSelectShape compares the branches with CompatibleIgnoringFpPrecision; without
+    allow_mixed_precision CheckMixedPrecisionOperands rejects them (SelectMixedPrecisionAllowed,
+    SelectMixedPrecisionNotAllowed)."""
+    text = module("""  p = pred[32] parameter(0)
+  a = f32[32] parameter(1)
+  b = bf16[32] parameter(2)
+  ROOT s = f32[32] select(p, a, b)""")
+    accepted(text, allow_mixed_precision=True)
+    rejected(text, "bf16[32]")
+
+
+def test_fusion_may_have_more_operands_than_parameters_but_not_fewer():
+    """HandleFusion: "Fused parameter count (%d) is greater than the number of operands" only
+    (FusionMoreOperandsThanParameters accepted), each parameter matching its operand."""
+    fused = """fused {
+  ROOT p0 = f32[10] parameter(0)
+}
+"""
+    accepted(module("""  a = f32[10] parameter(0)
+  b = f32[10] parameter(1)
+  ROOT f = f32[10] fusion(a, b), kind=kLoop, calls=fused""", fused))
+    rejected(module("""  a = s32[10] parameter(0)
+  b = f32[10] parameter(1)
+  ROOT f = f32[10] fusion(a, b), kind=kLoop, calls=fused""", fused), "parameter 0 of fused")
+
+
+def test_tuple_all_to_all_operands_must_share_their_layout():
+    """InferAllToAllTupleShape compares operands with Shape::Equal (layouts seen, memory space
+    ignored): {0,1} and {1,0} differ (AllToAll_LayoutConstrained); S(1) against none does
+    not."""
+    rejected(module("""  a = f32[128,4]{0,1} parameter(0)
+  b = f32[128,4]{1,0} parameter(1)
+  ROOT t = (f32[128,4]{0,1}, f32[128,4]{1,0}) all-to-all(a, b), replica_groups={{0,1}}"""),
+             "in its layout", Topology(2, 1))
+    accepted(module("""  a = f32[128,4]{1,0:S(1)} parameter(0)
+  b = f32[128,4] parameter(1)
+  ROOT t = (f32[128,4], f32[128,4]) all-to-all(a, b), replica_groups={{0,1}}"""),
+             Topology(2, 1))
+
+
+_OFFSETS = """  z = s32[] constant(0)
+  o1 = (s32[], s32[]) tuple(z, z)
+  o2 = ((s32[], s32[]), (s32[], s32[])) tuple(o1, o1)"""
+
+
+def test_in_place_collective_permute_buffers_match_their_offsets():
+    """CheckInplaceCollectivePermute: buffers both arrays with one index per dimension in each
+    offset (or a tuple of such per slice), or both tuples of one length
+    (CollectivePermuteUnmatchingSourceTarget: an array input and a tuple output, "Unmatching
+    input buffers and output buffers"; ...UnmatchingOutputAndOutputOffset)."""
+    accepted(module(_OFFSETS + """
+  a = f32[2,4] parameter(0)
+  b = f32[2,4] parameter(1)
+  ROOT c = f32[2,4] collective-permute(a, b, o1, o2), source_target_pairs={{0,1},{1,0}}, slice_sizes={{1,4},{1,4}}"""),
+             Topology(2, 1))
+    rejected(module(_OFFSETS + """
+  a = f32[2,4] parameter(0)
+  b = (f32[2,4], f32[2,4]) parameter(1)
+  ROOT c = (f32[2,4], f32[2,4]) collective-permute(a, b, o1, o2), source_target_pairs={{0,1},{1,0}}, slice_sizes={{1,4},{1,4}}"""),
+             "do not match", Topology(2, 1))
+    rejected(module(_OFFSETS + """
+  a = f32[2,4] parameter(0)
+  b = f32[2,4,1] parameter(1)
+  ROOT c = f32[2,4,1] collective-permute(a, b, o1, o1), source_target_pairs={{0,1},{1,0}}, slice_sizes={{1,4},{1,4}}"""),
+             "one index per dimension of the output buffer", Topology(2, 1))
+
+
+@pytest.mark.parametrize("body,phrase", [
+    ("""  cs = (f32[2,3], f32[2,3], u32[]) copy-start(p0)
+  d1 = f32[2,3] copy-done(cs)
+  d2 = f32[2,3] copy-done(cs)
+  ROOT t = (f32[2,3], f32[2,3]) tuple(d1, d2)""", "needs exactly one user, but has 2"),
+    ("""  u = u32[] constant(0)
+  t = (f32[2,3], f32[2,3], u32[]) tuple(p0, p0, u)
+  ROOT cd = f32[2,3] copy-done(t)""", "must be a copy-start, not %t"),
+    ("""  ROOT s = ((f32[2,3]), f32[2,3], u32[]) custom-call-start(p0), custom_call_target="foo\"""",
+     "needs exactly one user, but has 0"),
+    ("""  s = ((f32[2,3]), f32[2,3], u32[]) custom-call-start(p0), custom_call_target="foo"
+  ROOT u = ((f32[2,3]), f32[2,3], u32[]) custom-call-update(s)""", "async-update needs exactly"),
+    ("""  s = (f32[2,3], f32[2,3], u32[], u32[]) collective-permute-start(p0), source_target_pairs={{0,1},{1,0}}, channel_id=1
+  d1 = f32[2,3] collective-permute-done(s)
+  ROOT d2 = f32[2,3] collective-permute-done(s)""", "collective-permute-start needs exactly"),
+])
+def test_async_starts_and_dones_pair_one_to_one(body: str, phrase: str):
+    """VerifyAsynchronousInstructionPairs (CopyStartMultipleCopyDone, CopyDoneNoCopyStart,
+    AsyncStartNoAsyncDone, AsyncStartAndAsyncUpdateNoAsyncDone,
+    CollectivePermuteStartAndMultipleDone)."""
+    rejected(module("  p0 = f32[2,3] parameter(0)\n" + body), phrase, Topology(2, 1))
+
+
+def test_async_start_update_done_chain_is_accepted():
+    """AsyncStartAndAsyncUpdateAndAsyncDone: start -> update -> update -> done."""
+    accepted(module("""  p0 = f32[2,3] parameter(0)
+  s = ((f32[2,3]), f32[2,3], u32[]) custom-call-start(p0), custom_call_target="foo"
+  u1 = ((f32[2,3]), f32[2,3], u32[]) custom-call-update(s)
+  u2 = ((f32[2,3]), f32[2,3], u32[]) custom-call-update(u1)
+  ROOT d = f32[2,3] custom-call-done(u2)"""))
+
+
+def test_async_computation_wraps_one_instruction():
+    """VerifyAsyncComputation: "expected to contain only the root and parameter instructions"
+    (AsyncOpComputationNotTrivial)."""
+    rejected(module("""  p0 = f32[2,3] parameter(0)
+  s = ((f32[2,3]), f32[3,2], u32[]) async-start(p0), calls=wrapped
+  ROOT d = f32[3,2] async-done(s), calls=wrapped""", """wrapped {
+  p = f32[2,3] parameter(0)
+  c = f32[2,3] copy(p)
+  ROOT r = f32[3,2] custom-call(c), custom_call_target="foo"
+}
+"""), "must hold only its parameters and its root")
+
+
+ALL_REDUCES = """  x = f32[8] parameter(0)
+  a = f32[8] all-reduce(x), replica_groups={}, to_apply=add FIRST
+  b = f32[8] all-reduce(x), replica_groups={}, to_apply=add SECOND
+  ROOT t = (f32[8], f32[8]) tuple(a, b)"""
+
+
+def test_layout_constrained_and_unconstrained_all_reduces_do_not_mix():
+    """VerifyLayoutConstrainedAllReduce (AllReduceVerifier)."""
+    both = ", constrain_layout=true"
+    rejected(module(ALL_REDUCES.replace(" FIRST", "").replace(" SECOND", both), ADD_F32),
+             "mixes")
+    accepted(module(ALL_REDUCES.replace(" FIRST", both).replace(" SECOND", both), ADD_F32))
+
+
+def test_a_channel_id_names_one_kind_of_channel_instruction():
+    """VerifyChannels: a channel first used by a send names only sends and recvs
+    (ChannelVerifier); one first used by a collective names one opcode only under
+    verify_unique_channel_ids (CollectiveChannelVerifier), which XLA's compilers leave off."""
+    send_then_all_reduce = module("""  x = f32[8] parameter(0)
+  t0 = token[] after-all()
+  s = (f32[8], u32[], token[]) send(x, t0), channel_id=1
+  sd = token[] send-done(s), channel_id=1
+  ROOT ar = f32[8] all-reduce(x), replica_groups={}, to_apply=add, channel_id=1""", ADD_F32)
+    rejected(send_then_all_reduce, "channel 1 is used by both send %s and all-reduce")
+    two_collectives = module("""  x = f32[8] parameter(0)
+  cp = f32[8] collective-permute(x), source_target_pairs={{0,1},{1,0}}, channel_id=1
+  ROOT ar = f32[8] all-reduce(cp), replica_groups={}, to_apply=add, channel_id=1""", ADD_F32)
+    accepted(two_collectives)
+    rejected(two_collectives, "different kinds of channel instructions", unique_channel_ids=True)
+
+
+PARALLEL_CALLEE = """callee {
+  ROOT p = f32[4] parameter(0)
+}, execution_thread="parallel_thread"
+"""
+
+
+@pytest.mark.parametrize("caller", [
+    "ROOT c = f32[4] call(x), to_apply=callee",
+    "ROOT c = f32[4] fusion(x), kind=kLoop, calls=callee",
+])
+def test_called_computations_run_on_the_callers_thread(caller: str):
+    """InstructionVerifier::Preprocess ("top_apply computation execution thread does not
+    match", CheckCallThreadMismatch) and CheckCallableInstructionThreadName (FusionThreadVerifier,
+    CheckWhileThread, CheckConditionalBranchThread)."""
+    rejected(module(f"  x = f32[4] parameter(0)\n  {caller}", PARALLEL_CALLEE),
+             "parallel_thread")
+
+
+def test_an_async_op_may_start_work_on_another_thread():
+    """CheckConditionalBranchContainsAsyncThread, AsyncStartAndAsyncUpdateAndAsyncDoneWithThreadName:
+    the wrapped computation runs on the thread the async op names."""
+    accepted(module("""  x = f32[4] parameter(0)
+  s = ((f32[4]), f32[4], u32[]) custom-call-start(x), async_execution_thread="parallel_thread", custom_call_target="foo"
+  ROOT d = f32[4] custom-call-done(s)"""))
+
+
+def test_nested_computations_share_the_fusions_thread():
+    """CheckNestedComputationThreadNameEqual through a fusion's computation
+    (FusionNestedComputationThreadVerifier: an all-reduce whose to_apply is on another
+    thread)."""
+    rejected(module("""  x = f32[4] parameter(0)
+  ROOT f = f32[4] fusion(x), kind=kLoop, calls=fused""", """add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}, execution_thread="parallel_thread"
+
+fused {
+  p = f32[4] parameter(0)
+  ROOT ar = f32[4] all-reduce(p), replica_groups={}, to_apply=add
+}
+"""), "parallel_thread")
+
+
+COMPOSITE = """  c = f32[] constant(42)
+  ROOT r = f32[] call(c), is_composite=true, to_apply=add_n{attributes}"""
+ADD_N = """add_n {
+  x = f32[] parameter(0)
+  ROOT y = f32[] negate(x)
+}
+"""
+
+
+@pytest.mark.parametrize("attributes,phrase", [
+    ("", "needs frontend attributes"),
+    (', frontend_attributes={composite.attributes={n = 1 : i32},composite.version="1"}',
+     "non-empty composite.name"),
+    (', frontend_attributes={composite.name="foo.bar",composite.version="-1"}',
+     "non-negative integer"),
+    (', frontend_attributes={composite.name="foo.bar",composite.attributes=""}',
+     "composite.attributes"),
+    (', frontend_attributes={composite.name="foo.bar",composite.version="1"}', None),
+])
+def test_composite_calls_name_their_composite(attributes: str, phrase):
+    """HandleCall for is_composite (CompositeCallMissingFrontendAttributes,
+    CompositeCallMissingName, CompositeCallNonNegativeVersion; CompositeCall accepted)."""
+    text = module(COMPOSITE.replace("{attributes}", attributes), ADD_N)
+    if phrase is None:
+        accepted(text)
+    else:
+        rejected(text, phrase)
+
+
+@pytest.mark.parametrize("sharding,ok", [
+    ("{devices=[1,2,2,1]0,1,2,3}", False),
+    ("{devices=[2,2]0,1,2,3}", True),
+    ("{devices=[2,1,2]<=[4] last_tile_dim_replicate}", True),
+    ("{devices=[2,1,2]<=[4] last_tile_dims={manual}}", True),
+    ("{devices=[1,1,4]<=[4] last_tile_dim_replicate}", True),
+    ("{devices=[2,2]0,1,1,3}", False),
+    ("{{replicated}}", False),
+    ("{maximal device=3}", True),
+])
+def test_a_sharding_tiles_each_dimension_of_its_shape(sharding: str, ok: bool):
+    """HloSharding::Validate: one tile dimension per array dimension besides subgroups
+    (InvalidShardingRank: [1,2,2,1] on f32[4,2]); a subgroup sharding tiling no data
+    dimension is replicated (HloSharding::Subgroup); devices unique; a tuple sharding only on
+    a tuple."""
+    text = module(f"""  p = f32[4,2] parameter(0), sharding={sharding}
+  ROOT r = f32[4,2] copy(p)""")
+    if ok:
+        accepted(text)
+    else:
+        rejected(text, "does not fit its shape")
+
+
+WHILE = """body {
+  b = s32[] parameter(0) BODY
+  one = s32[] constant(1)
+  ROOT n = s32[] add(b, one)
+}
+
+cond {
+  c = s32[] parameter(0) COND
+  five = s32[] constant(5)
+  ROOT lt = pred[] compare(c, five), direction=LT
+}
+"""
+
+
+@pytest.mark.parametrize("body,cond,ok", [
+    (", sharding={replicated}", ", sharding={maximal device=0}", False),
+    (", sharding={maximal device=0}", ", sharding={maximal device=0 metadata={op_name=\"x\"}}",
+     True),
+    (", sharding={replicated}", "", True),
+])
+def test_a_while_has_one_sharding_for_its_state(body: str, cond: str, ok: bool):
+    """VerifyConsistentSharding over the while, its body's root and parameter and its
+    condition's parameter (InconsistentWhileSharding), metadata not compared."""
+    text = module("""  z = s32[] constant(0)
+  ROOT w = s32[] while(z), condition=cond, body=body""",
+                  WHILE.replace(" BODY", body).replace(" COND", cond))
+    if ok:
+        accepted(text)
+    else:
+        rejected(text, "needs one sharding")
+
+
+def test_original_value_leaves_name_values():
+    """VerifyOriginalValue (EmptyLeafInOriginalValue: a {} leaf); every leaf given is fine."""
+    rejected(module("""  ROOT p = ((f32[], f32[3]), f32[2,3]) parameter(0), origin={(({}, {"v2"}), {"v3"})}"""),
+             "names no value")
+    accepted(module("""  ROOT p = ((f32[], f32[3]), f32[2,3]) parameter(0), origin={(({"v1"}, {"v2"}), {"v3"})}"""))

@@ -182,7 +182,7 @@ def _origin_leaves(text: str) -> tuple[set[tuple[int, ...]], bool] | None:
     return given, empty
 
 
-def _leaf_indices(shape: Shape) -> set[tuple[int, ...]]:
+def leaf_indices(shape: Shape) -> set[tuple[int, ...]]:
     """The tuple index of every array (or token) leaf of ``shape``."""
     leaves: set[tuple[int, ...]] = set()
     stack: list[tuple[Shape, tuple[int, ...]]] = [(shape, ())]
@@ -208,6 +208,6 @@ def check_original_values(module: HloModule) -> None:
             if read is None:
                 continue
             given, empty = read
-            if empty or not _leaf_indices(inst.shape) <= given:
+            if empty or not leaf_indices(inst.shape) <= given:
                 raise error_for(inst, f"a leaf of its original value origin={raw_text(value)} "
                                       f"names no value")
