@@ -509,8 +509,9 @@ def test_called_computations_run_on_the_callers_thread(caller: str):
 
 
 def test_an_async_op_may_start_work_on_another_thread():
-    """CheckConditionalBranchContainsAsyncThread, AsyncStartAndAsyncUpdateAndAsyncDoneWithThreadName:
-    the wrapped computation runs on the thread the async op names."""
+    """CheckConditionalBranchContainsAsyncThread and
+    AsyncStartAndAsyncUpdateAndAsyncDoneWithThreadName: the wrapped computation runs on the
+    thread the async op names."""
     accepted(module("""  x = f32[4] parameter(0)
   s = ((f32[4]), f32[4], u32[]) custom-call-start(x), async_execution_thread="parallel_thread", custom_call_target="foo"
   ROOT d = f32[4] custom-call-done(s)"""))

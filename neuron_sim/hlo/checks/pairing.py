@@ -9,13 +9,11 @@ VerifyLayoutConstrainedAllReduce (``xla/service/hlo_verifier.cc``).
 
 from __future__ import annotations
 
-from typing import Iterator
-
 from neuron_sim.hlo.checks.core import HloCheckError, error_for
 from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
 from neuron_sim.hlo.opcodes import Opcode
 
-_ASYNC_OPS = (Opcode.ASYNC_START, Opcode.ASYNC_UPDATE, Opcode.ASYNC_DONE)
+ASYNC_OPS = (Opcode.ASYNC_START, Opcode.ASYNC_UPDATE, Opcode.ASYNC_DONE)
 
 # Each -start (or update) and the opcodes its one user may have.
 _SINGLE_USER = {
@@ -52,14 +50,9 @@ _SEND_RECV_GROUP = frozenset({Opcode.SEND, Opcode.RECV, Opcode.BITCAST, Opcode.P
                               Opcode.TUPLE})
 
 
-def _instructions(module: HloModule) -> Iterator[HloInstruction]:
-    for comp in module.computations:
-        yield from comp.instructions
-
-
 def async_computations(module: HloModule) -> set[HloComputation]:
     """The computations an async-start, -update or -done wraps."""
-    return {called for inst in _instructions(module) if inst.opcode in _ASYNC_OPS
+    return {called for inst in module.instructions() if inst.opcode in ASYNC_OPS
             for called in inst.called_computations}
 
 
@@ -73,7 +66,7 @@ def check_async_pairs(module: HloModule) -> None:
     async computation (XLA's VerifyAsynchronousInstructionPairs: "copy-start instruction
     requires one consumer, found 2")."""
     wrapped = async_computations(module)
-    for inst in _instructions(module):
+    for inst in module.instructions():
         users = _SINGLE_USER.get(inst.opcode)
         if users is not None and not (inst.opcode in (Opcode.SEND, Opcode.RECV)
                                       and inst.is_root and inst.parent in wrapped):
@@ -105,7 +98,7 @@ def check_channels(module: HloModule, *, unique_ids: bool = False) -> None:
     used for different types of channel instructions")."""
     wrapped = async_computations(module)
     by_channel: dict[int, list[HloInstruction]] = {}
-    for inst in _instructions(module):
+    for inst in module.instructions():
         if inst.opcode not in _CHANNEL_OPS or inst.channel_id is None:
             continue
         by_channel.setdefault(inst.channel_id, []).append(inst)
@@ -156,7 +149,7 @@ def check_layout_constrained_all_reduce(module: HloModule) -> None:
     """Either every all-reduce (and all-reduce-start) of the module constrains its layout or
     none does (XLA's VerifyLayoutConstrainedAllReduce)."""
     reference: HloInstruction | None = None
-    for inst in _instructions(module):
+    for inst in module.instructions():
         if inst.opcode not in (Opcode.ALL_REDUCE, Opcode.ALL_REDUCE_START):
             continue
         if reference is None:

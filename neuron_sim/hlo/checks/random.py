@@ -7,7 +7,7 @@ from neuron_sim.hlo.checks.core import Context, Invalid, RuleTable, fmt
 from neuron_sim.hlo.checks.helpers import array_shape, is_scalar_array, same_type_ignoring_fp
 from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.hlo.opcodes import Opcode
-from neuron_sim.hlo.shapes import Shape, TupleShape, scalar
+from neuron_sim.hlo.shapes import Shape, TupleShape
 
 RULES = RuleTable("random")
 

@@ -31,6 +31,8 @@ def _constant(ctx: Context) -> Shape:
 
 @RULES.rule(Opcode.IOTA)
 def _iota(ctx: Context) -> Shape:
+    """The declared array: rank >= 1, iota_dimension in range, an integral, floating-point or
+    complex element type (XLA's HandleIota: "got PRED")."""
     out = ctx.declared_array()
     if out.rank == 0:
         raise Invalid("iota needs a result of rank >= 1")

@@ -13,11 +13,10 @@ the async ops hold their ``async_execution_thread`` to the wrapped computation's
 from __future__ import annotations
 
 from neuron_sim.hlo.checks.core import error_for
+from neuron_sim.hlo.checks.pairing import ASYNC_OPS
 from neuron_sim.hlo.checks.text import MAIN_THREAD, execution_thread, raw_text, unquote
 from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
 from neuron_sim.hlo.opcodes import Opcode
-
-_ASYNC_OPS = (Opcode.ASYNC_START, Opcode.ASYNC_UPDATE, Opcode.ASYNC_DONE)
 
 # Callers whose called computations (and theirs, async ops excepted unless noted) share the
 # caller's thread; True: async ops nested in them are held too (fusion only).
@@ -38,7 +37,7 @@ def execution_threads(module: HloModule) -> dict[HloComputation, str]:
     threads: dict[HloComputation, str] = {}
     for comp in module.computations:
         for inst in comp.instructions:
-            thread = _async_thread(inst) if inst.opcode in _ASYNC_OPS else None
+            thread = _async_thread(inst) if inst.opcode in ASYNC_OPS else None
             if thread is None:
                 continue
             for called in inst.called_computations:
@@ -59,7 +58,7 @@ def _check_nested(comp: HloComputation, threads: dict[HloComputation, str], *,
     while stack:
         caller = stack.pop()
         for inst in caller.instructions:
-            if skip_async and inst.opcode in _ASYNC_OPS:
+            if skip_async and inst.opcode in ASYNC_OPS:
                 continue
             for called in inst.called_computations:
                 if threads[called] != threads[caller]:
