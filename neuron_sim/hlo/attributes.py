@@ -200,6 +200,22 @@ def _parse_word(text: str) -> str:
     return text
 
 
+# The values of XLA's CustomCallApiVersion enum (xla/service/hlo.proto) but the unspecified one,
+# which XLA's parser refuses.
+_API_VERSIONS = frozenset({"api_version_original", "api_version_status_returning",
+                           "api_version_status_returning_unified", "api_version_typed_ffi"})
+
+
+def _parse_api_version(text: str) -> str:
+    """A custom-call's api_version, read as XLA's StringToCustomCallApiVersion (any case)."""
+    if text.lower() == "api_version_unspecified":
+        raise AttributeSyntaxError(f"Invalid API version: {text}")
+    if text.lower() not in _API_VERSIONS:
+        raise AttributeSyntaxError(f"Unknown API version: expects custom-call API version but "
+                                   f"sees: {text}")
+    return text
+
+
 _SLICE_DIM = re.compile(r"\[\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*(-?\d+)\s*)?\]")
 
 
@@ -342,6 +358,7 @@ CODECS: dict[str, Codec] = {
     "window": Codec(_parse_window, str),
     "dim_labels": Codec(_parse_dim_labels, str),
     "custom_call_target": _STRING_CODEC,
+    "api_version": Codec(_parse_api_version, str),
     "slice_sizes": Codec(_parse_int_lists, _format_int_lists),
     **{name: _INT_CODEC for name in (
         "channel_id", "index", "iota_dimension", "index_vector_dim", "feature_group_count",

@@ -237,6 +237,9 @@ class _Parser:
         self.saw_signature = False
         self.saw_index_comment = False
         self.saw_long_operand_list = False
+        # (computation, the result shape its signature writes, where): checked once shapes are
+        # inferred.
+        self.signatures: list[tuple[HloComputation, Shape, int]] = []
 
     def enter(self, pos: int) -> None:
         self.depth += 1
@@ -266,6 +269,8 @@ class _Parser:
             comp, pos, wrapped = self.parse_computation()
             if comp.name in names_seen:
                 raise c.error(f"computation {comp.name} is defined twice", pos)
+            if comp.is_entry and module.entry is not None:
+                raise c.error("expects only one ENTRY", pos)
             names_seen[comp.name] = pos
             for wrapped_comp in wrapped:
                 module.add_computation(wrapped_comp)
@@ -280,8 +285,10 @@ class _Parser:
         if not header:
             module.name = f"module_{module.entry.name}"
         self.resolve_computation_refs()
+        self.check_async_chains()
         self.infer_missing_shapes()
         self.check_operand_shapes()
+        self.check_signatures()
         module.style_percent = self.saw_percent
         module.style_operand_shapes = self.saw_operand_shapes
         module.style_signatures = self.saw_signature
@@ -361,7 +368,9 @@ class _Parser:
                         break
                     c.expect(",", "',' or ')' in the computation signature")
             c.expect("->", "'->' after the computation parameters")
-            self.parse_shape()
+            c.skip()
+            shape_pos = c.pos
+            self.signatures.append((comp, self.parse_shape(), shape_pos))
         c.expect("{", "'{' to open the computation body")
         by_name: dict[str, HloInstruction] = {}
         pendings: list[_PendingInstruction] = []
@@ -442,6 +451,8 @@ class _Parser:
             spelling = wrapped_opcode.spelling if wrapped_opcode else opcode.spelling
             raise c.error(f"{spelling} needs its result shape written: XLA cannot infer it",
                           opcode_pos)
+        if opcode is Opcode.INFEED and not isinstance(shape, TupleShape):
+            raise c.error("infeed must have a non-empty tuple shape", opcode_pos)
         if not name:
             name = unique_name(f"{opcode.spelling}.anon", self.anon_names)
             self.anon_names.add(name)
@@ -579,6 +590,13 @@ class _Parser:
         while c.accept(","):
             key, key_pos, _ = c.name("an attribute name")
             c.expect("=", f"'=' after attribute {key}")
+            if key == "origin" and inst.shape is None:
+                raise c.error("expects instruction shape", key_pos)
+            if key == "literal":
+                if key in inst.attrs:
+                    raise c.error(f"attribute {key} is given twice", key_pos)
+                inst.attrs[key] = self.parse_literal_attribute()
+                continue
             value, value_pos = c.value(f"attribute {key}")
             if not value:
                 raise c.error(f"attribute {key} has no value", value_pos)
@@ -594,6 +612,34 @@ class _Parser:
                 inst.attrs[key] = parse_attribute(key, value)
             except AttributeSyntaxError as exc:
                 raise c.error(f"bad {key}: {exc}", value_pos + exc.offset) from None
+
+    # literal_attribute ::= '(' (literal_attribute (',' literal_attribute)*)? ')'
+    #                     | shape literal          (custom-call's literal=f32[] 0.1)
+    def parse_literal_attribute(self) -> Raw:
+        """A custom-call's ``literal=``, as XLA's ParseLiteral reads it: a shape and a literal of
+        that shape (checked), or a tuple of those in parentheses; kept as written."""
+        c = self.c
+        c.skip()
+        start = c.pos
+        self.read_shaped_literal()
+        return Raw(c.text[start:c.pos])
+
+    def read_shaped_literal(self) -> None:
+        c = self.c
+        self.enter(c.pos)
+        if c.accept("("):
+            while not c.accept(")"):
+                self.read_shaped_literal()
+                c.skip()
+                if not c.peek(")"):
+                    c.expect(",", "',' to separate tuple elements")
+        else:
+            shape = self.parse_shape()
+            text, text_pos = c.value("literal")
+            if not text:
+                raise c.error(f"expected a literal of shape {shape}, found '{c.found()}'")
+            self.parse_literal_text(shape, text, text_pos)
+        self.depth -= 1
 
     def continue_value(self, key: str, value: str, pos: int) -> str:
         """The whole value when it goes on past whitespace or a comma: a bracket cannot follow
@@ -715,6 +761,49 @@ class _Parser:
                                        f"({inst.opcode.spelling}): {exc.reason}", pos) from None
                 inst.shape = inferred.with_default_layout()
 
+    def check_signatures(self) -> None:
+        """A computation's signature gives its root's shape, layouts aside (XLA's
+        ShapeUtil::Compatible check in ParseComputation)."""
+        for comp, shape, pos in self.signatures:
+            root = comp.root
+            if not shape.compatible(root.shape):
+                raise self.c.error(f"Shape of computation {comp.name}, {shape.without_layout()}, "
+                                   f"is not compatible with that of its root instruction "
+                                   f"{root.name}, {root.shape.without_layout()}", pos)
+
+    def check_async_chains(self) -> None:
+        """As XLA's parser: an async-update/-done that names its computation or thread names
+        the ones of its async-start (they are inherited from it), and no two async-starts run
+        the same computation."""
+        started: set[HloComputation] = set()
+        for pending in self.pending:
+            inst = pending.inst
+            if inst.opcode is Opcode.ASYNC_START:
+                calls = inst.attrs.get("calls")
+                if calls in started:
+                    raise self.c.error(f"Computation {calls.name} is already referenced by "
+                                       f"another async op", pending.pos)
+                started.add(calls)
+                continue
+            if inst.opcode not in (Opcode.ASYNC_UPDATE, Opcode.ASYNC_DONE):
+                continue
+            start = inst.operands[0] if inst.operands else None
+            while start is not None and start.opcode is Opcode.ASYNC_UPDATE and start.operands:
+                start = start.operands[0]
+            if start is None or start.opcode is not Opcode.ASYNC_START:
+                continue
+            thread = inst.attrs.get("async_execution_thread")
+            start_thread = start.attrs.get("async_execution_thread")
+            start_thread = _unquote(start_thread) if start_thread is not None else "main"
+            if thread is not None and _unquote(thread) != start_thread:
+                raise self.c.error(f"Expect async_execution_thread to be {start_thread}, but "
+                                   f"got {_unquote(thread)}", pending.pos)
+            calls = inst.attrs.get("calls")
+            if calls is not None and calls is not start.attrs.get("calls"):
+                raise self.c.error(f"Expect async_wrapped_computation to be "
+                                   f"{start.attrs['calls'].name}, but got {calls.name}",
+                                   pending.pos)
+
     def check_operand_shapes(self) -> None:
         for pending in self.pending:
             for (ref, pos, shape), operand in zip(pending.operand_refs, pending.inst.operands):
@@ -790,6 +879,12 @@ class _Parser:
         if sorted(order) != list(range(rank)) and order:
             raise c.error(f"layout {{{order_text}}} is not a permutation of 0..{rank - 1}", start)
         return Layout(order, extra)
+
+
+def _unquote(value: Any) -> str:
+    """The text of a string attribute kept verbatim (``"main"`` -> ``main``)."""
+    text = str(value)
+    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] == '"' else text
 
 
 def parse_module(text: str, filename: str = "<string>") -> HloModule:

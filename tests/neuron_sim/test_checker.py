@@ -500,8 +500,6 @@ MALFORMED += [
     ("decompositions", "solved", "triangular-solve(a, b)", "triangular-solve(b, a)", "solved",
      "is not square"),
     # control flow and the rest
-    ("control_flow", "%copy", "f32[4]{0} copy(%x)", "s32[4]{0} convert(%x)", "switched",
-     "branch 1 (branch1) returns s32[4] but branch 0 (branch0) returns f32[4]"),
     ("collectives", "ag_cr", "dimensions={0}", "dimensions={0,1}", "ag_cr",
      "all-gather needs exactly one dimension"),
     ("collectives", "ag_cr", "dimensions={0}", "dimensions={2}", "ag_cr",
@@ -514,6 +512,16 @@ MALFORMED += [
 def test_malformed_variant_is_rejected(fixture: str, line: str, old: str, new: str, blamed: str,
                                        phrase: str) -> None:
     assert_rejected(edit(fixture_text(fixture), line, old, new), blamed, phrase)
+
+
+def test_conditional_branches_returning_different_shapes_are_rejected() -> None:
+    """The branch's signature changes with its root: XLA's parser refuses a signature that does
+    not match the root's shape."""
+    text = edit(fixture_text("control_flow"), "%copy", "f32[4]{0} copy(%x)",
+                "s32[4]{0} convert(%x)")
+    text = text.replace("%branch1 (x: f32[4]) -> f32[4] {", "%branch1 (x: f32[4]) -> s32[4] {")
+    assert_rejected(text, "switched",
+                    "branch 1 (branch1) returns s32[4] but branch 0 (branch0) returns f32[4]")
 
 
 def test_error_message_names_computation_and_instruction() -> None:

@@ -401,3 +401,89 @@ def test_async_syntax_sugar_prints_back_verbatim():
     assert module.entry.root.opcode is Opcode.ASYNC_DONE
     assert module.to_text() == SUGARED
     round_trips(module)
+
+
+# -- parse-time checks of XLA's parser ----------------------------------------------------------
+
+ASYNC_WRAPPED = """%async_wrapped.0 (async_param: f32[10]) -> f32[20] {
+  %async_param = f32[10]{0} parameter(0)
+  ROOT %custom-call = f32[20]{0} custom-call(f32[10]{0} %async_param), custom_call_target="foo"
+}
+
+%async_wrapped.1 (async_param: f32[10]) -> f32[20] {
+  %async_param = f32[10]{0} parameter(0)
+  ROOT %custom-call = f32[20]{0} custom-call(f32[10]{0} %async_param), custom_call_target="foo"
+}
+"""
+
+
+def _async_module(start: str, update: str, done: str) -> str:
+    return ("HloModule m\n" + ASYNC_WRAPPED + "ENTRY %Entry (p0: f32[10]) -> f32[20] {\n"
+            "  %p0 = f32[10]{0} parameter(0)\n"
+            f"  %s = ((f32[10]{{0}}), f32[20]{{0}}, s32[]) {start}\n"
+            f"  %u = ((f32[10]{{0}}), f32[20]{{0}}, s32[]) {update}\n"
+            f"  ROOT %d = f32[20]{{0}} {done}\n}}\n")
+
+
+@pytest.mark.parametrize("text, message", [
+    # hlo_parser_test.cc MultipleEntries.
+    ("HloModule m\nENTRY c1 {\n  a = f32[1]{0} constant({1})\n}\nENTRY c2 {\n"
+     "  b = f32[1]{0} constant({2})\n}\n", "expects only one ENTRY"),
+    # ComputationShapeDoesNotMatchRootShape.
+    ("HloModule m\nENTRY %c () -> f32[1] {\n  ROOT %foo = f32[1,2]{1,0} custom-call(), "
+     "custom_call_target=\"foo\"\n}\n", "Shape of computation c, f32[1], is not compatible with "
+     "that of its root instruction foo, f32[1,2]"),
+    # NontupleInfeed.
+    ("HloModule m\nENTRY e {\n  t = token[] after-all()\n  ROOT i = pred[] infeed(t)\n}\n",
+     "infeed must have a non-empty tuple shape"),
+    # CustomCallWithNonexistentVersion / CustomCallWithUnspecifiedVersion.
+    ("HloModule m\nENTRY e {\n  ROOT c = f32[1]{0} custom-call(), custom_call_target=\"foo\", "
+     "api_version=API_VERSION_THAT_DOESNT_EXIST\n}\n", "Unknown API version"),
+    ("HloModule m\nENTRY e {\n  ROOT c = f32[1]{0} custom-call(), custom_call_target=\"foo\", "
+     "api_version=API_VERSION_UNSPECIFIED\n}\n", "Invalid API version"),
+    # OriginalValueWithoutShape.
+    ("HloModule m\nENTRY e {\n  a = f32[2]{0} parameter(0), origin={{\"a\"}}\n"
+     "  ROOT v = abs(a), origin={{\"v\"}}\n}\n", "expects instruction shape"),
+    # AsyncUpdateWrongComputation / AsyncDoneWrongComputation.
+    (_async_module("async-start(f32[10]{0} %p0), calls=%async_wrapped.0",
+                   "async-update(%s), calls=%async_wrapped.1", "async-done(%u)"),
+     "Expect async_wrapped_computation to be async_wrapped.0, but got async_wrapped.1"),
+    (_async_module("async-start(f32[10]{0} %p0), calls=%async_wrapped.0",
+                   "async-update(%s)", "async-done(%u), calls=%async_wrapped.1"),
+     "Expect async_wrapped_computation to be async_wrapped.0, but got async_wrapped.1"),
+    # AsyncUpdateWrongDefaultThread / AsyncDoneWrongDefaultThread.
+    (_async_module("custom-call-start(f32[10]{0} %p0), custom_call_target=\"foo\"",
+                   "custom-call-update(%s), async_execution_thread=\"foo_thread\"",
+                   "custom-call-done(%u)"),
+     "Expect async_execution_thread to be main, but got foo_thread"),
+])
+def test_xla_parse_time_checks(text, message):
+    assert message in parse_error(text).message
+
+
+def test_two_async_starts_may_not_share_a_computation():
+    """AsyncOpSharedComputation: each async-start has its own wrapped computation."""
+    start = "async-start(f32[10]{0} %p0), calls=%async_wrapped.0"
+    text = _async_module(start, "async-update(%s)", "async-done(%u)").replace(
+        "  ROOT %d", "  %s2 = ((f32[10]{0}), f32[20]{0}, s32[]) " + start + "\n  ROOT %d")
+    assert "Computation async_wrapped.0 is already referenced by another async op" in \
+        parse_error(text).message
+
+
+def test_matching_async_attributes_and_known_api_versions_are_accepted():
+    """What XLA accepts around those checks: update/done repeating the start's computation and
+    thread, api_version=API_VERSION_STATUS_RETURNING (CustomCallWithStatusReturningVersion), and
+    custom-call literal= with a scalar and a tuple (CustomCallWithLiteralR0 / ...Tuple)."""
+    parse_module(_async_module("async-start(f32[10]{0} %p0), calls=%async_wrapped.0, "
+                               "async_execution_thread=\"t\"",
+                               "async-update(%s), calls=%async_wrapped.0, "
+                               "async_execution_thread=\"t\"", "async-done(%u)"))
+    module = parse_module(
+        "HloModule m\nENTRY e {\n  ROOT c = f32[1]{0} custom-call(), custom_call_target=\"foo\", "
+        "api_version=API_VERSION_STATUS_RETURNING, "
+        "literal=( s32[2]{0} {4, 128}, pred[] 1 ), backend_config=\"x\"\n}\n")
+    assert str(module.entry.root.attrs["literal"]) == "( s32[2]{0} {4, 128}, pred[] 1 )"
+    round_trips(module)
+    err = parse_error("HloModule m\nENTRY e {\n  ROOT c = f32[1]{0} custom-call(), "
+                      "custom_call_target=\"foo\", literal=u8[] 256\n}\n")
+    assert "out of range" in err.message
