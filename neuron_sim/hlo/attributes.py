@@ -338,6 +338,109 @@ def _parse_pairs(text: str) -> SourceTargetPairs:
         raise AttributeSyntaxError(str(exc), getattr(exc, "offset", 0) or 0) from None
 
 
+_ALIAS_TOKEN = re.compile(r"\s*(?:(-?\d+)|([A-Za-z_][A-Za-z0-9_.\-]*)|(.))", re.S)
+
+
+class _AliasReader:
+    """Tokens of an input_output_alias / buffer_donor header value, read as XLA's ParseAliasing
+    and ParseBufferDonor read them, with XLA's messages."""
+
+    def __init__(self, text: str) -> None:
+        self.tokens = [(m.group(0).strip(), m.start(m.lastindex), m.lastindex)
+                       for m in _ALIAS_TOKEN.finditer(text) if m.lastindex]
+        self.pos = 0
+        self.end = len(text)
+
+    def peek(self) -> str:
+        return self.tokens[self.pos][0] if self.pos < len(self.tokens) else ""
+
+    def fail(self, message: str) -> AttributeSyntaxError:
+        offset = self.tokens[self.pos][1] if self.pos < len(self.tokens) else self.end
+        return AttributeSyntaxError(message, offset)
+
+    def expect(self, token: str, message: str) -> None:
+        if self.peek() != token:
+            raise self.fail(message)
+        self.pos += 1
+
+    def accept(self, token: str) -> bool:
+        if self.peek() == token:
+            self.pos += 1
+            return True
+        return False
+
+    def integer(self) -> int:
+        if self.pos >= len(self.tokens) or self.tokens[self.pos][2] != 1:
+            raise self.fail("expects integer")
+        self.pos += 1
+        return int(self.tokens[self.pos - 1][0])
+
+    # shape_index ::= '{' (int (',' int)*)? '}'
+    def shape_index(self) -> tuple[int, ...]:
+        self.expect("{", "Expects '{' at the start of ShapeIndex")
+        index = []
+        while self.peek() != "}":
+            index.append(self.integer())
+            if not self.accept(","):
+                break
+        self.expect("}", "Expects '}' at the end of ShapeIndex")
+        return tuple(index)
+
+    def done(self) -> None:
+        if self.pos != len(self.tokens):
+            raise self.fail("unexpected text after the description")
+
+
+def check_input_output_alias(text: str) -> None:
+    """``{ {out_index}: (param, {param_index}[, must-alias|may-alias]), ... }`` or an
+    AttributeSyntaxError where XLA's ParseAliasing stops."""
+    reader = _AliasReader(text)
+    usage = ("Expected format: <output_shape_index>: (<input_param>, "
+             "<input_param_shape_index>) OR <output_shape_index>: <input_param>")
+    reader.expect("{", "Expects '{' at the start of aliasing description")
+    while reader.peek() not in ("}", ""):
+        reader.shape_index()
+        reader.expect(":", usage)
+        reader.expect("(", usage)
+        reader.integer()
+        reader.expect(",", usage)
+        reader.shape_index()
+        if reader.accept(","):
+            if reader.peek() not in ("must-alias", "may-alias"):
+                raise reader.fail("Unexpected aliasing kind; expected SYSTEM or USER")
+            reader.pos += 1
+        reader.expect(")", usage)
+        if not reader.accept(","):
+            break
+    reader.expect("}", "Expects '}' at the end of aliasing description")
+    reader.done()
+
+
+def check_buffer_donor(text: str) -> None:
+    """``{ (param, {param_index}), ... }`` or an AttributeSyntaxError where XLA's
+    ParseBufferDonor stops."""
+    reader = _AliasReader(text)
+    usage = "Expected format: (<input_param>, <input_param_shape_index>)"
+    reader.expect("{", "Expects '{' at the start of buffer donor description")
+    while reader.peek() not in ("}", ""):
+        reader.expect("(", usage)
+        reader.integer()
+        reader.expect(",", usage)
+        reader.shape_index()
+        reader.expect(")", usage)
+        if not reader.accept(","):
+            break
+    reader.expect("}", "Expects '}' at the end of buffer donor description")
+    reader.done()
+
+
+# Header attributes whose syntax is checked (their text is kept as written).
+HEADER_CHECKS: dict[str, Callable[[str], None]] = {
+    "input_output_alias": check_input_output_alias,
+    "buffer_donor": check_buffer_donor,
+}
+
+
 @dataclass(frozen=True)
 class Codec:
     parse: Callable[[str], Any]

@@ -23,7 +23,7 @@ from typing import Any, Union
 
 from neuron_sim.errors import UserError
 from neuron_sim.hlo.attributes import (COMPUTATION_ATTRIBUTES, COMPUTATION_LIST_ATTRIBUTES,
-                                       AttributeSyntaxError, Raw, attribute_value_continues,
+                                       HEADER_CHECKS, AttributeSyntaxError, Raw, attribute_value_continues,
                                        parse_attribute)
 from neuron_sim.hlo.checker import HloCheckError, infer_shape
 from neuron_sim.hlo.dtypes import SCALAR_ONLY_TYPES, ElementType
@@ -322,6 +322,10 @@ class _Parser:
                     raise c.error(f"{key} must be a positive integer, got '{value}'", value_pos)
                 module.header[key] = int(value)
             else:
+                try:
+                    HEADER_CHECKS.get(key, lambda text: None)(value)
+                except AttributeSyntaxError as exc:
+                    raise c.error(f"bad {key}: {exc}", value_pos + exc.offset) from None
                 module.header[key] = Raw(value)
 
     # section ::= ('FileNames' | 'FunctionNames' | 'FileLocations' | 'StackFrames') line*

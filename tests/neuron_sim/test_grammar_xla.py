@@ -487,3 +487,42 @@ def test_matching_async_attributes_and_known_api_versions_are_accepted():
     err = parse_error("HloModule m\nENTRY e {\n  ROOT c = f32[1]{0} custom-call(), "
                       "custom_call_target=\"foo\", literal=u8[] 256\n}\n")
     assert "out of range" in err.message
+
+
+# -- input_output_alias / buffer_donor headers, as XLA's ParseAliasing / ParseBufferDonor -------
+
+ALIAS_BODY = """
+ENTRY entry {
+  %p = (f32[], f32[]) parameter(0)
+  %p0 = f32[] get-tuple-element(%p), index=0
+  %p1 = f32[] get-tuple-element(%p), index=1
+  ROOT %out = (f32[], f32[]) tuple(%p0, %p1)
+}
+"""
+
+
+@pytest.mark.parametrize("header, message", [
+    # hlo_parser_test.cc AliasingShapeIndexNotNumerical, AliasingWrongFormatNoColon,
+    # AliasingWrongFormatTwoColons, AliasingWrongFormatAlphaParam, and the buffer donor twins.
+    ("input_output_alias={ {0, a}: (0, {0}), {1}: (0, {1}) }", "expects integer"),
+    ("input_output_alias={ {0, 0}: (0, {0}), (0, {1}) }", "Expects '{' at the start of ShapeIndex"),
+    ("input_output_alias={ {0}: (0, {0}): {0, 1}, {1}: (0, {1}) }",
+     "Expects '}' at the end of aliasing description"),
+    ("input_output_alias={ {0}: (zero, {0}), {1}: (0, {1}) }", "expects integer"),
+    ("input_output_alias={ {0}: (0, {0}, sometimes-alias) }", "Unexpected aliasing kind"),
+    ("buffer_donor={ (0, {0, a}), (0, {1}) }", "expects integer"),
+    ("buffer_donor={ (zero, {0}), (0, {1}) }", "expects integer"),
+])
+def test_malformed_aliasing_headers_are_parse_errors(header, message):
+    err = parse_error(f"HloModule Module, {header}\n{ALIAS_BODY}")
+    assert message in err.message and err.line == 1
+
+
+def test_well_formed_aliasing_headers_print_back_verbatim():
+    """The forms XLA's tests accept (AliasingInputOutputAlias..., BufferDonor): shape indices,
+    an optional must-alias/may-alias kind, empty lists."""
+    for header in ("input_output_alias={ {0}: (0, {0}, must-alias), {1}: (0, {1}) }",
+                   "input_output_alias={}", "buffer_donor={ (0, {0}), (0, {1}) }"):
+        module = parse_module(f"HloModule Module, {header}\n{ALIAS_BODY}")
+        assert module.to_text().startswith(f"HloModule Module, {header}\n")
+        round_trips(module)
