@@ -882,7 +882,42 @@ class _Parser:
             raise c.error(f"bad layout '{{{text}}}'", start) from None
         if sorted(order) != list(range(rank)) and order:
             raise c.error(f"layout {{{order_text}}} is not a permutation of 0..{rank - 1}", start)
+        if extra:
+            message = _sparse_layout_problem(extra, rank)
+            if message:
+                raise c.error(message, start)
         return Layout(order, extra)
+
+
+_DIM_LEVEL_TYPE = re.compile(r"\s*[DCSH]\+?~?\s*")
+
+
+def _sparse_layout_problem(extra: str, rank: int) -> str:
+    """What XLA's ParseLayout and ParseShape refuse in the part of a layout after ':' (''
+    when nothing): dim level types ``D(D,C)`` that are not D/C/S/H or not one per dimension,
+    tiles on a sparse layout, a physical shape ``P(...)`` on a dense one."""
+    rest = extra.lstrip()
+    sparse = False
+    if rest.startswith("D"):
+        close = rest.find(")")
+        if not rest[1:].lstrip().startswith("(") or close < 0:
+            return "expected a DimLevelType abbreviation (D, C, or S)"
+        items = rest[rest.index("(") + 1:close].split(",")
+        if any(not _DIM_LEVEL_TYPE.fullmatch(item) for item in items):
+            return "expected a DimLevelType abbreviation (D, C, or S)"
+        if len(items) != rank:
+            return f"Dimensions size is {rank}, but dim level types size is {len(items)}."
+        sparse = any(item.strip()[0] != "D" for item in items)
+        rest = rest[close + 1:].lstrip()
+        if sparse and rest.startswith("T"):
+            return f"Layout has tiles, but is for a sparse array: {{{extra}}}"
+    depth = 0
+    for i, char in enumerate(rest):
+        if char == "(" and depth == 0 and rest[i - 1:i] == "P" and not (
+                i > 1 and rest[i - 2].isalnum()) and not sparse:
+            return f"Layout has physical shape, but is not for a sparse array: {{{extra}}}"
+        depth += {"(": 1, ")": -1}.get(char, 0)
+    return ""
 
 
 def _unquote(value: Any) -> str:

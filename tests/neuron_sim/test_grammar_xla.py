@@ -526,3 +526,32 @@ def test_well_formed_aliasing_headers_print_back_verbatim():
         module = parse_module(f"HloModule Module, {header}\n{ALIAS_BODY}")
         assert module.to_text().startswith(f"HloModule Module, {header}\n")
         round_trips(module)
+
+
+# -- sparse layouts: dim level types, as XLA's ParseLayout / ParseShape -------------------------
+
+@pytest.mark.parametrize("layout, message", [
+    # hlo_parser_test.cc InvalidDimLevelType, InvalidDimLevelTypeCount, RejectSparseTiles,
+    # RejectDensePhysicalShape.
+    ("{1,0:D(X,C)}", "expected a DimLevelType abbreviation (D, C, or S)"),
+    ("{1,0:D(C)}", "Dimensions size is 2, but dim level types size is 1."),
+    ("{1,0:D(D,C)T(128,8)}", "Layout has tiles, but is for a sparse array"),
+    ("{1,0:T(128,8)P(f32[10,10])}", "Layout has physical shape, but is not for a sparse array"),
+])
+def test_malformed_sparse_layouts_are_parse_errors(layout, message):
+    err = parse_error(f"HloModule test\nENTRY test {{\n  ROOT root = f32[10,10]{layout} "
+                      f"parameter(0)\n}}\n")
+    assert message in err.message
+
+
+def test_sparse_layouts_xla_accepts_print_back():
+    """The layouts of XLA's round-trip cases (hlo_parser_test.cc SparseShape, SparseShapeWith-
+    IndexPrimitiveType, ...WithPointerPrimitiveType, ...WithPhysicalShape, the '+'/'~' marks of
+    C+~,S~), and a dense layout with tiles."""
+    for layout in ("{1,0:D(D,C)}", "{1,0:D(D,C)#(u32)}", "{1,0:D(D,C)*(u32)}",
+                   "{1,0:D(D,C)P((s32[10]{0:T(100)}, s32[10]{0:T(100)}, f32[10]{0:T(100)}))}",
+                   "{1,0:D(C+~,S~)}", "{1,0:T(8,128)}"):
+        module = parse_module(f"HloModule test\nENTRY test {{\n  ROOT root = f32[10,10]{layout} "
+                              f"parameter(0)\n}}\n")
+        assert str(module.entry.root.shape) == f"f32[10,10]{layout}"
+        round_trips(module)
