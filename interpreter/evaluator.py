@@ -31,6 +31,7 @@ from neuron_sim.hlo.shapes import ArrayShape, Shape, TupleShape
 from neuron_sim.topology import Topology
 
 from interpreter.errors import ExecutionError, ExecutionTimeout, InterpreterError, Unimplemented
+from interpreter.limits import require_call_depth
 from interpreter.ops import REGISTRY
 from interpreter.transport import Transport
 from interpreter.values import (TOKEN, PerDevice, Replicated, TupleValue, Value, batched,
@@ -156,6 +157,7 @@ class Evaluator:
 
     def __init__(self, module: HloModule, topology: Topology, transport: Transport,
                  seed: int | None = None, deadline: Deadline | None = None) -> None:
+        require_call_depth(module)
         self.module = module
         self.deadline = earliest(deadline, _AMBIENT_DEADLINE.get())
         self.topology = topology

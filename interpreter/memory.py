@@ -30,6 +30,8 @@ from neuron_sim.hlo.opcodes import COLLECTIVE_OPCODES
 from neuron_sim.hlo.shapes import Shape
 from neuron_sim.topology import Topology
 
+from interpreter.limits import require_call_depth
+
 __all__ = ["MemoryEstimate", "MemoryLimitExceeded", "default_memory_limit", "estimate_memory",
            "format_bytes", "require_memory"]
 
@@ -63,6 +65,7 @@ class MemoryEstimate:
 def estimate_memory(module: HloModule, topology: Topology) -> MemoryEstimate:
     """The peak bytes the interpreter holds to run ``module`` on every device of ``topology``
     (an upper bound, see the module docstring)."""
+    require_call_depth(module)
     devices = topology.num_devices
     estimator = _Estimator(module, devices)
     entry = module.entry

@@ -463,6 +463,37 @@ class HloModule:
         ids = [i.attrs["channel_id"] for i in self.instructions() if "channel_id" in i.attrs]
         return max(ids, default=0) + 1
 
+    def call_depth(self) -> int:
+        """The longest chain of computations called inside one another from the entry (0: the
+        entry calls nothing), walked without recursion; a call cycle counts as unbounded
+        (``sys.maxsize``), since it never ends."""
+        import sys
+
+        if self.entry is None:
+            return 0
+        depth: dict[HloComputation, int] = {}
+        on_path: set[HloComputation] = set()
+        stack: list[tuple[HloComputation, bool]] = [(self.entry, False)]
+        while stack:
+            comp, done = stack.pop()
+            callees = [c for inst in comp.instructions for c in inst.called_computations]
+            if done:
+                on_path.discard(comp)
+                depth[comp] = max((depth[c] + 1 for c in callees), default=0)
+                continue
+            if comp in depth:
+                continue
+            if comp in on_path:
+                return sys.maxsize
+            on_path.add(comp)
+            stack.append((comp, True))
+            for callee in callees:
+                if callee in on_path:
+                    return sys.maxsize
+                if callee not in depth:
+                    stack.append((callee, False))
+        return depth[self.entry]
+
     def remove_dead_computations(self) -> None:
         reachable: set[HloComputation] = set()
         stack = [self.entry] if self.entry else []

@@ -72,16 +72,23 @@ def find_ar_ds_pairs(module: HloModule) -> list[ArDsPair]:
 
 def _search(computation: HloComputation, path: CallPath, pairs: list[ArDsPair],
             visited: set[tuple[HloComputation, CallPath]]) -> None:
-    if (computation, path) in visited:
-        return
-    visited.add((computation, path))
-    for inst in computation.post_order():
-        if inst.opcode in (Opcode.FUSION, Opcode.CALL) and inst.called_computations:
-            _search(inst.called_computations[0], path + (inst,), pairs, visited)
-        elif inst.opcode is Opcode.DYNAMIC_SLICE:
-            pair = pair_of(inst, path)
-            if pair is not None:
-                pairs.append(pair)
+    """Every pair in ``computation`` and the fusions and calls inside it, depth first, in post
+    order (an explicit stack: a call chain of any depth)."""
+    stack = [(computation, path)]
+    while stack:
+        comp, where = stack.pop()
+        if (comp, where) in visited:
+            continue
+        visited.add((comp, where))
+        nested = []
+        for inst in comp.post_order():
+            if inst.opcode in (Opcode.FUSION, Opcode.CALL) and inst.called_computations:
+                nested.append((inst.called_computations[0], where + (inst,)))
+            elif inst.opcode is Opcode.DYNAMIC_SLICE:
+                pair = pair_of(inst, where)
+                if pair is not None:
+                    pairs.append(pair)
+        stack.extend(reversed(nested))
 
 
 def pair_of(ds: HloInstruction, path: CallPath = ()) -> ArDsPair | None:
