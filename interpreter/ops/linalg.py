@@ -42,7 +42,9 @@ def accumulation_dtype(result_dtype: np.dtype) -> np.dtype:
 
 
 @implements(Opcode.DOT)
-def dot(ctx, lhs, rhs):
+def dot(ctx, lhs, rhs, *metadata):
+    if metadata:
+        raise Unimplemented("dot", "with sparse operands (sparsity=)")
     attrs = ctx.inst.attrs
     lhs_batch = list(attrs.get("lhs_batch_dims", ()))
     rhs_batch = list(attrs.get("rhs_batch_dims", ()))

@@ -115,6 +115,20 @@ class ConvDimLabels:
         return f"{lhs}_{rhs}->{out}"
 
 
+@dataclass(frozen=True)
+class SparsityDescriptor:
+    """One ``sparsity=`` entry of a dot, ``L.1@2:4``: operand ``index`` (0 lhs, 1 rhs) is N:M
+    structured-sparse along ``dimension`` (n of every m elements are stored)."""
+
+    index: int
+    dimension: int
+    n: int
+    m: int
+
+    def __str__(self) -> str:
+        return f"{'LR'[self.index]}.{self.dimension}@{self.n}:{self.m}"
+
+
 # ---------------------------------------------------------------------------------------------
 # Codecs: text -> value and value -> text for each known attribute.
 
@@ -441,6 +455,25 @@ HEADER_CHECKS: dict[str, Callable[[str], None]] = {
 }
 
 
+_SPARSITY = re.compile(r"(?:[LR]\.[0-9]+@[0-9]+:[0-9]+_?)+")
+
+
+def _parse_sparsity(text: str) -> tuple[SparsityDescriptor, ...]:
+    """``L.1@2:4_R.0@2:4``, as XLA's ParseSparsityDescriptor: a dimension number, and
+    1 <= n < m."""
+    if not _SPARSITY.fullmatch(text):
+        raise AttributeSyntaxError("expects sparsity descriptor, e.g. L.0@2:4")
+    descriptors = []
+    for item in filter(None, text.split("_")):
+        side, _, rest = item.partition(".")
+        dim, _, nm = rest.partition("@")
+        n, _, m = nm.partition(":")
+        if not (1 <= int(n) < int(m)):
+            raise AttributeSyntaxError("Invalid structured sparsity type")
+        descriptors.append(SparsityDescriptor("LR".index(side), int(dim), int(n), int(m)))
+    return tuple(descriptors)
+
+
 @dataclass(frozen=True)
 class Codec:
     parse: Callable[[str], Any]
@@ -462,6 +495,7 @@ CODECS: dict[str, Codec] = {
     "dim_labels": Codec(_parse_dim_labels, str),
     "custom_call_target": _STRING_CODEC,
     "api_version": Codec(_parse_api_version, str),
+    "sparsity": Codec(_parse_sparsity, lambda v: "_".join(str(d) for d in v)),
     "slice_sizes": Codec(_parse_int_lists, _format_int_lists),
     **{name: _INT_CODEC for name in (
         "channel_id", "index", "iota_dimension", "index_vector_dim", "feature_group_count",

@@ -87,7 +87,7 @@ class Opcode(enum.Enum):
     CUSTOM_CALL = ("custom-call", VARIADIC, Category.OTHER)
     DIVIDE = ("divide", 2, Category.BINARY)
     DOMAIN = ("domain", 1, Category.OTHER)
-    DOT = ("dot", 2, Category.LINALG)
+    DOT = ("dot", VARIADIC, Category.LINALG)
     DYNAMIC_RESHAPE = ("dynamic-reshape", VARIADIC, Category.SHAPE)
     DYNAMIC_SLICE = ("dynamic-slice", VARIADIC, Category.SHAPE)
     DYNAMIC_UPDATE_SLICE = ("dynamic-update-slice", VARIADIC, Category.SHAPE)

@@ -33,7 +33,7 @@ XLA_OPCODES = {
     "collective-permute": -1, "collective-permute-done": 1, "collective-permute-start": -1,
     "collective-reduce": -1, "compare": 2, "complex": 2, "concatenate": -1, "conditional": -1,
     "constant": 0, "convert": 1, "convolution": -1, "copy": 1, "copy-done": 1, "copy-start": 1,
-    "cosine": 1, "cosh": 1, "custom-call": -1, "divide": 2, "domain": 1, "dot": 2,
+    "cosine": 1, "cosh": 1, "custom-call": -1, "divide": 2, "domain": 1, "dot": -1,
     "dynamic-reshape": -1, "dynamic-slice": -1, "dynamic-update-slice": -1, "erf": 1,
     "exponential": 1, "exponential-minus-one": 1, "fft": 1, "floor": 1, "fusion": -1,
     "gather": 2, "get-dimension-size": 1, "get-tuple-element": 1, "imag": 1, "infeed": 1,

@@ -11,6 +11,7 @@ import time
 import numpy as np
 import pytest
 
+from neuron_sim.errors import UserError
 from neuron_sim.hlo import HloParseError, Opcode, parse_module
 from neuron_sim.hlo.checker import check_module
 from neuron_sim.hlo.parser import MAX_NESTING_DEPTH, parse_shape
@@ -555,3 +556,62 @@ def test_sparse_layouts_xla_accepts_print_back():
                               f"parameter(0)\n}}\n")
         assert str(module.entry.root.shape) == f"f32[10,10]{layout}"
         round_trips(module)
+
+
+# -- sparse dot: sparsity= and its metadata operands, as XLA's HandleDot / InferDotOpShape ------
+
+def _sparse_dot(a: str, b: str, metas: list[str], sparsity: str, result: str = "f16[32,32]") -> str:
+    params = [f"  a = {a} parameter(0)", f"  b = {b} parameter(1)"] + [
+        f"  m{i} = {meta} parameter({2 + i})" for i, meta in enumerate(metas)]
+    operands = ", ".join(["a", "b"] + [f"m{i}" for i in range(len(metas))])
+    return ("HloModule dot\nENTRY dot {\n" + "\n".join(params) + f"\n  ROOT dot = {result} "
+            f"dot({operands}), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}, "
+            f"sparsity={sparsity}\n}}\n")
+
+
+def test_sparse_dots_of_xlas_tests_are_accepted_and_print_back():
+    """hlo_parser_test.cc DotSparseOperand(s): with L.1@2:4 the lhs f16[32,32] holds half of a
+    logical 64-wide contracting dim, matching rhs f16[64,32]. Metadata (hand derivation of
+    InferSparseDotMetadataShape): log2(4) = 2 bits per value, 2 values per group of 4 -> 4 bits,
+    4 groups per u16; 32 stored values = 16 groups = 4 words: u16[32,4]; rhs R.0@2:4 of
+    f16[32,32] likewise u16[4,32]."""
+    for text in (_sparse_dot("f16[32,32]", "f16[64,32]", ["u16[32,4]"], "L.1@2:4"),
+                 _sparse_dot("f16[32,32]", "f16[32,32]", ["u16[32,4]", "u16[4,32]"],
+                             "L.1@2:4_R.0@2:4")):
+        module = parse_module(text)
+        check_module(module)
+        assert module.to_text().count("sparsity=") == 1
+        round_trips(module)
+
+
+def test_sparse_dot_shape_is_inferred_with_the_sparse_ratio():
+    """hlo_parser_test.cc InferSparseDotShape: lhs f32[2,16] with L.1@2:4 contracts a logical
+    32 with rhs f32[32,2]; batch dim 0/1 of size 2 gives f32[2]."""
+    module = parse_module(
+        "HloModule m\nENTRY e {\n  a = f32[2,16]{1,0} parameter(0)\n  b = f32[32,2]{1,0} "
+        "parameter(1)\n  meta = u16[2,2]{1,0} parameter(2)\n  ROOT dot = dot(a, b, meta), "
+        "lhs_batch_dims={0}, lhs_contracting_dims={1}, rhs_batch_dims={1}, "
+        "rhs_contracting_dims={0}, sparsity=L.1@2:4\n}\n")
+    assert str(module.entry.root.shape) == "f32[2]{0}"
+
+
+@pytest.mark.parametrize("a, b, metas, sparsity, phrase", [
+    ("f16[32,32]", "f16[64,32]", ["u16[32,8]"], "L.1@2:4", "metadata must have shape u16[32,4]"),
+    ("f16[32,32]", "f16[64,32]", [], "L.1@2:4", "dot expects 3 operands but has 2"),
+    ("f16[32,32]", "f16[32,32]", ["u16[32,4]"], "L.1@2:4", "have different sizes"),
+    ("f16[32,32]", "f16[32,32]", ["u16[32,4]"], "L.0@2:4", "is not a contracting dimension"),
+])
+def test_sparse_dots_xla_refuses_are_rejected(a, b, metas, sparsity, phrase):
+    with pytest.raises(UserError) as info:
+        check_module(parse_module(_sparse_dot(a, b, metas, sparsity)))
+    assert phrase in str(info.value)
+
+
+@pytest.mark.parametrize("sparsity, message", [
+    ("L.1@4:4", "Invalid structured sparsity type"),
+    ("X.1@2:4", "expects sparsity descriptor"),
+])
+def test_malformed_sparsity_descriptors_are_parse_errors(sparsity, message):
+    """XLA's ParseSparsityDescriptor: n:m needs 1 <= n < m; the lexer's pattern [LR].d@n:m."""
+    text = _sparse_dot("f16[32,32]", "f16[64,32]", ["u16[32,4]"], sparsity)
+    assert message in parse_error(text).message

@@ -28,7 +28,13 @@ def _result_type(ctx: Context, lhs: ArrayShape, rhs: ArrayShape) -> ElementType:
 
 @RULES.rule(Opcode.DOT)
 def _dot(ctx: Context) -> Shape:
-    """dot: batch dims, then lhs free dims, then rhs free dims (XLA's DotGeneral)."""
+    """dot: batch dims, then lhs free dims, then rhs free dims (XLA's DotGeneral). A sparse dot
+    (``sparsity=L.1@2:4``) stores n of every m elements along its sparse contracting dimension
+    and takes one metadata operand per descriptor after lhs and rhs (XLA's HandleDot,
+    InferDotOpShape, InferSparseDotMetadataShape)."""
+    sparsity = ctx.inst.attrs.get("sparsity", ())
+    if ctx.operand_count != 2 + len(sparsity):
+        raise Invalid(f"dot expects {2 + len(sparsity)} operands but has {ctx.operand_count}")
     lhs, rhs = ctx.array(0), ctx.array(1)
     lb, rb = ctx.dims_attr("lhs_batch_dims", ()), ctx.dims_attr("rhs_batch_dims", ())
     lc, rc = ctx.dims_attr("lhs_contracting_dims", ()), ctx.dims_attr("rhs_contracting_dims", ())
@@ -39,18 +45,53 @@ def _dot(ctx: Context) -> Shape:
                       f"dims")
     check_dim_list(lb + lc, lhs.rank, "lhs batch and contracting dims")
     check_dim_list(rb + rc, rhs.rank, "rhs batch and contracting dims")
+    # (n, m) of the sparse dimension of each side, keyed by (side, dimension).
+    ratio = {(d.index, d.dimension): (d.n, d.m) for d in sparsity}
     for l, r in zip(lc, rc):
-        if lhs.dims[l] != rhs.dims[r]:
+        lhs_size, rhs_size = lhs.dims[l], rhs.dims[r]
+        for side, dim in ((0, l), (1, r)):
+            if (side, dim) in ratio:
+                n, m = ratio[side, dim]
+                lhs_size, rhs_size = ((lhs_size * m, rhs_size * n) if side == 0
+                                      else (lhs_size * n, rhs_size * m))
+        if lhs_size != rhs_size:
+            sparse = (0, l) in ratio or (1, r) in ratio
             raise Invalid(f"contracting dimension {l} of lhs {fmt(lhs)} and {r} of rhs "
-                          f"{fmt(rhs)} have different sizes")
+                          f"{fmt(rhs)} have different sizes"
+                          + (" for the sparsity descriptor's ratio" if sparse else ""))
     for l, r in zip(lb, rb):
         if lhs.dims[l] != rhs.dims[r]:
             raise Invalid(f"batch dimension {l} of lhs {fmt(lhs)} and {r} of rhs {fmt(rhs)} "
                           f"have different sizes")
+    for i, descriptor in enumerate(sparsity):
+        _check_sparse_metadata(ctx, descriptor, (lhs, rhs)[descriptor.index], (lc, rc)[
+            descriptor.index], 2 + i)
     out = [lhs.dims[d] for d in lb]
     out += [s for d, s in enumerate(lhs.dims) if d not in lb and d not in lc]
     out += [s for d, s in enumerate(rhs.dims) if d not in rb and d not in rc]
     return array_shape(_result_type(ctx, lhs, rhs), out)
+
+
+def _check_sparse_metadata(ctx: Context, descriptor, operand: ArrayShape,
+                           contracting: tuple[int, ...], index: int) -> None:
+    """The metadata operand of one sparsity descriptor has XLA's InferSparseDotMetadataShape:
+    the sparse operand's dims, with the sparse (contracting) dimension replaced by the number of
+    u16 words holding the index bits of its groups (log2(m) bits per stored value, n values
+    per group of m)."""
+    side = "lhs" if descriptor.index == 0 else "rhs"
+    if descriptor.dimension not in contracting:
+        raise Invalid(f"sparse dimension {descriptor.dimension} of the {side} is not a "
+                      f"contracting dimension")
+    bits_per_group = descriptor.n * max(1, (descriptor.m - 1).bit_length())
+    groups_per_word = -(-16 // bits_per_group)
+    groups = -(-operand.dims[descriptor.dimension] // descriptor.n)
+    dims = list(operand.dims)
+    dims[descriptor.dimension] = -(-groups // groups_per_word)
+    expected = ArrayShape(ElementType.U16, tuple(dims))
+    actual = ctx.array(index)
+    if not expected.compatible(actual):
+        raise Invalid(f"the sparse dot metadata must have shape {fmt(expected)}, but operand "
+                      f"{index} has shape {fmt(actual)}")
 
 
 @RULES.rule(Opcode.RAGGED_DOT)
