@@ -243,7 +243,8 @@ def test_a_malformed_target_is_reported_before_anything_runs():
     def must_not_run(*args):
         raise AssertionError("the malformed check comes first")
 
-    bad = TARGET.replace("f32[4]{0} negate", "f32[5]{0} negate")  # negate cannot grow
+    bad = TARGET.replace("  ROOT %negate", "  %grown = f32[5]{0} negate(%x)\n  ROOT %negate")
+    # negate cannot grow: %grown breaks the shape rule (the signature still parses)
     result = check_modules(parse_module(SOURCE), parse_module(bad), runner=must_not_run)
     assert result.status is Status.UNSOUND and result.error_line == TARGET_MALFORMED
 

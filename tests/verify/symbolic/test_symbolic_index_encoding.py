@@ -140,7 +140,8 @@ ENTRY %e () -> u32[] {
     ("%x = s32[] parameter(0)\n  ROOT %o = s32[] popcnt(%x)", "o", "popcnt is not an index"),
 ])
 def test_outside_the_sub_language_names_the_instruction(body, culprit, reason):
-    module = parse_module(f"HloModule m\nENTRY %e (x: {body.split()[2][:3]}[]) -> s32[] {{\n  "
+    result = body.split("ROOT %o = ")[1].split()[0]
+    module = parse_module(f"HloModule m\nENTRY %e (x: {body.split()[2][:3]}[]) -> {result} {{\n  "
                           f"{body}\n}}")
     encoder = IndexEncoder(DeviceCoordinates.of_topology(Topology()))
     with pytest.raises(OutsideSubLanguage) as info:
