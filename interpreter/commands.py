@@ -28,6 +28,7 @@ from neuron_sim.commands import (EXIT_OK, EXIT_PROBLEM, ProblemFound, UsageError
                                  add_timeout_argument, module_and_topology, print_json)
 from neuron_sim.hlo import HloModule
 from neuron_sim.hlo.checker import HloCheckError, check_module
+from neuron_sim.interrupts import hard_deadline
 from neuron_sim.io import output_arrays, read_inputs, write_npz
 from neuron_sim.outputs import check_output_file
 from neuron_sim.topology import Topology
@@ -96,7 +97,10 @@ def run_command(args: argparse.Namespace) -> int:
                              InterpreterError, execute)
 
     try:
-        result = execute(module, inputs, topology, seed=args.seed, time_limit=args.timeout)
+        with hard_deadline(args.timeout, f"{args.module}: did not finish within "
+                                         f"{args.timeout:g} s (--timeout), stopped inside one "
+                                         "instruction that ran past the limit"):
+            result = execute(module, inputs, topology, seed=args.seed, time_limit=args.timeout)
     except InputError as error:
         raise UsageError(f"{args.inputs}: {error}" if args.inputs else str(error)) from None
     except CollectiveMismatchError as error:

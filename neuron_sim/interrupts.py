@@ -13,6 +13,11 @@ and ends the process with exit code 130.
 
 Only the command line installs it (a process it owns): a library user keeps Python's and z3's
 usual Ctrl-C behaviour.
+
+``hard_deadline`` is the same guarantee for a time limit: the interpreter checks its deadline
+between instructions, which cannot stop one instruction that alone runs past the limit (a big
+convolution is one einsum); past the limit plus a grace, a watcher thread removes the temporary
+files of writes in progress and ends the process with the command's sentence and exit code 1.
 """
 
 from __future__ import annotations
@@ -22,10 +27,14 @@ import signal
 import sys
 import threading
 
-from neuron_sim.commands import EXIT_INTERRUPTED
+import contextlib
+from typing import Iterator
+
+from neuron_sim.commands import EXIT_INTERRUPTED, EXIT_PROBLEM
 from neuron_sim.outputs import discard_pending_writes
 
 DEFAULT_GRACE = 0.6
+DEADLINE_GRACE = 1.0
 
 _watching = False
 
@@ -73,3 +82,28 @@ def _watch(read_end: int, grace: float) -> None:
     discard_pending_writes()
     os.write(2, b"neuron-sim: interrupted\n")
     os._exit(EXIT_INTERRUPTED)
+
+
+@contextlib.contextmanager
+def hard_deadline(seconds: float | None, message: str, *,
+                  grace: float = DEADLINE_GRACE) -> Iterator[None]:
+    """End the process with ``message`` on stderr and exit code 1 if the block is still running
+    ``seconds + grace`` seconds after it began (None or an infinite limit: no deadline). For the
+    command line only, like ``watch_interrupts``."""
+    if seconds is None or seconds == float("inf"):
+        yield
+        return
+    finished = threading.Event()
+
+    def expire() -> None:
+        if finished.wait(seconds + grace):
+            return
+        discard_pending_writes()
+        os.write(2, f"neuron-sim: error: {message}\n".encode())
+        os._exit(EXIT_PROBLEM)
+
+    threading.Thread(target=expire, name="deadline watcher", daemon=True).start()
+    try:
+        yield
+    finally:
+        finished.set()

@@ -55,6 +55,7 @@ if str(ROOT) not in sys.path:
 
 CORPUS = ROOT / "tests" / "data"
 RUN_TIMEOUT = 10.0          # run --timeout
+LIMIT_GRACE = 1.5           # a command ends within 1 s of its limit (interrupts.hard_deadline)
 VERIFY_TIMEOUT = 2.0        # verify --timeout: the source's limit per execution
 CHECK_LIMIT = 20.0          # seconds a check may take
 RUN_GRACE = 5.0             # parsing, checking and writing on top of --timeout
@@ -321,7 +322,7 @@ def judge(command: str, code: int | None, seconds: float, limit: float,
         return "internal error"
     if code not in ALLOWED_CODES[command]:
         return "exit code"
-    if seconds > limit:
+    if seconds > limit + LIMIT_GRACE:
         return "time limit"
     return None
 
