@@ -784,6 +784,8 @@ class _Parser:
             inst = pending.inst
             if inst.opcode is Opcode.ASYNC_START:
                 calls = inst.attrs.get("calls")
+                if calls is None:  # XLA: calls= is required on an async-start
+                    raise self.c.error("attribute calls is expected", pending.pos)
                 if calls in started:
                     raise self.c.error(f"Computation {calls.name} is already referenced by "
                                        f"another async op", pending.pos)

@@ -615,3 +615,27 @@ def test_malformed_sparsity_descriptors_are_parse_errors(sparsity, message):
     """XLA's ParseSparsityDescriptor: n:m needs 1 <= n < m; the lexer's pattern [LR].d@n:m."""
     text = _sparse_dot("f16[32,32]", "f16[64,32]", ["u16[32,4]"], sparsity)
     assert message in parse_error(text).message
+
+
+def test_an_async_start_without_its_computation_is_a_parse_error():
+    """XLA's parser requires ``calls=`` on async-start ("attribute calls is expected"); found by
+    the hostile fuzz, where it was a KeyError."""
+    import pytest
+
+    from neuron_sim.hlo import HloParseError, parse_module
+
+    text = """HloModule m
+
+async_computation {
+  p = f32[2,3] parameter(0)
+  ROOT custom-call = f32[3,2] custom-call(p), custom_call_target="foo"
+}
+
+ENTRY e {
+  p0 = f32[2,3] parameter(0)
+  async-start = ((f32[2,3])) async-start(p0)
+  ROOT async-done = f32[3,2] async-done(async-start), calls=async_computation
+}
+"""
+    with pytest.raises(HloParseError, match="attribute calls is expected"):
+        parse_module(text)
