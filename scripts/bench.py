@@ -6,8 +6,12 @@
    cost at most a few times the 8-device run (target: ratio <= 4).
 2. Throughput: device-instructions per second (instructions executed x the devices they ran
    for) at 512 devices, for that module and for a fully per-device one.
+3. Reading: parse + check throughput in MB/s of HLO text, on the largest file of the corpora
+   (tests/data) and on a generated module of about 50 MB (a long chain of instructions with
+   XLA-style metadata, and large constants), and the peak memory of parse + check per MB of
+   input (tracemalloc, in a separate pass so that it does not slow the timed one).
 
-    PYTHONPATH=. python scripts/bench.py [--repeat N] [--json]
+    PYTHONPATH=. python scripts/bench.py [--repeat N] [--text-mb M] [--json]
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import interpreter  # noqa: E402
 from neuron_sim.hlo import parse_module  # noqa: E402
+from neuron_sim.hlo.checker import check_module  # noqa: E402
 
 MOSTLY_REPLICATED = """
 HloModule bench_mostly_replicated, num_partitions={devices}
@@ -120,9 +125,59 @@ def per_device(devices: int, repeat: int):
     return timed(module, [x], repeat)
 
 
+DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
+
+
+def generated_text(megabytes: float) -> str:
+    """A module of about ``megabytes`` MB: 80% a chain of adds with metadata, 20% constants."""
+    lines = ["HloModule bench_reading", "", "ENTRY main {", "  x = f32[128]{0} parameter(0)"]
+    size = sum(len(line) + 1 for line in lines)
+    budget = megabytes * 1e6
+    row = ", ".join(f"{v:.6f}" for v in np.random.default_rng(0).standard_normal(1000))
+    k = 0
+    while size < 0.2 * budget:
+        line = f"  c{k} = f32[1000]{{0}} constant({{{row}}})"
+        lines.append(line)
+        size += len(line) + 1
+        k += 1
+    previous, i = "x", 0
+    while size < budget:
+        line = (f"  add.{i} = f32[128]{{0}} add(f32[128]{{0}} {previous}, f32[128]{{0}} x), "
+                f'metadata={{op_name="jit(f)/jit(main)/add" source_file="model.py" '
+                f"source_line={i % 997}}}")
+        lines.append(line)
+        size += len(line) + 1
+        previous, i = f"add.{i}", i + 1
+    lines.append(f"  ROOT out = f32[128]{{0}} negate({previous})")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def reading(text: str, name: str) -> dict:
+    """Parse + check ``text``: seconds, MB/s, and peak traced bytes per MB of text."""
+    import tracemalloc
+
+    megabytes = len(text.encode()) / 1e6
+    start = time.perf_counter()
+    check_module(parse_module(text, name))
+    seconds = time.perf_counter() - start
+    tracemalloc.start()
+    check_module(parse_module(text, name))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return {"file": name, "mb": megabytes, "seconds": seconds, "mb_per_s": megabytes / seconds,
+            "peak_mb_per_input_mb": peak / 1e6 / megabytes}
+
+
+def largest_corpus_file() -> Path:
+    return max(DATA.rglob("*.hlo"), key=lambda p: p.stat().st_size)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="best of N runs (default 5)")
+    parser.add_argument("--text-mb", type=float, default=50.0,
+                        help="size of the generated module for the reading bench (default 50)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
@@ -143,6 +198,9 @@ def main(argv=None) -> int:
         "per_device_512_devices_s": dense_time,
         "per_device_device_instructions_per_s_512": dense.device_instructions / dense_time,
     }
+    largest = largest_corpus_file()
+    report["reading"] = [reading(largest.read_text(), str(largest.relative_to(DATA.parent.parent))),
+                         reading(generated_text(args.text_mb), f"generated {args.text_mb:g} MB")]
     if args.json:
         print(json.dumps(report, indent=1))
     else:
@@ -155,6 +213,10 @@ def main(argv=None) -> int:
         print(f"per-device module (f32[256] elementwise chain): {dense_time * 1e3:.1f} ms on 512 "
               f"devices, {report['per_device_device_instructions_per_s_512']:,.0f} "
               "device-instructions/s")
+        for row in report["reading"]:
+            print(f"parse + check {row['file']}: {row['mb']:.2f} MB in {row['seconds']:.2f} s, "
+                  f"{row['mb_per_s']:.2f} MB/s, peak {row['peak_mb_per_input_mb']:.1f} MB per MB "
+                  "of text")
     return 0
 
 
