@@ -30,12 +30,16 @@ from neuron_sim.commands import (EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, add_command,
                                  add_json_argument, error_message, print_json,
                                  topology_from_args)
 from neuron_sim.errors import UserError
-from neuron_sim.hlo import HloModule, HloParseError, parse_module
+from neuron_sim.hlo import HloModule, HloParseError, Opcode, parse_module
 from neuron_sim.hlo.checker import HloCheckError, check_module, smallest_topology
 from neuron_sim.topology import Topology, group_mode, participant_groups
 
 _HLO_SUFFIXES = (".hlo",)
 _DUMP_SUFFIXES = (".txt",)
+
+
+# Collectives whose peers are source-target pairs (none written: no pairs, every device gets 0).
+_PAIR_OPCODES = frozenset({Opcode.COLLECTIVE_PERMUTE, Opcode.COLLECTIVE_PERMUTE_START})
 
 
 def describe_collectives(module: HloModule, topology: Topology) -> list[dict]:
@@ -50,9 +54,9 @@ def describe_collectives(module: HloModule, topology: Topology) -> list[dict]:
             record = {"computation": comp.name, "instruction": inst.name,
                       "opcode": inst.opcode.spelling, "group_mode": str(mode),
                       "channel_id": inst.channel_id}
-            if inst.has("source_target_pairs"):
-                record["source_target_pairs"] = [list(p) for p in
-                                                 inst.get("source_target_pairs").pairs]
+            if inst.has("source_target_pairs") or inst.opcode in _PAIR_OPCODES:
+                pairs = inst.get("source_target_pairs", None)
+                record["source_target_pairs"] = [list(p) for p in pairs.pairs] if pairs else []
             else:
                 try:
                     groups = participant_groups(mode, inst.replica_groups, topology)
@@ -180,7 +184,8 @@ def _collective_table(collectives: list[dict]) -> list[str]:
         if "participant_groups" in rec:
             groups = _short_groups(rec["participant_groups"])
         else:
-            groups = "pairs " + _short_groups(rec["source_target_pairs"])
+            groups = ("pairs " + _short_groups(rec["source_target_pairs"])
+                      if rec["source_target_pairs"] else "no pairs: every device receives zeros")
         table.add_row("%" + rec["instruction"], rec["opcode"], rec["group_mode"], groups)
     console = Console(width=120)
     with console.capture() as capture:

@@ -107,3 +107,22 @@ def test_allow_mixed_precision_flag(tmp_path, capsys):
                     "  b = bf16[2] parameter(1)\n  ROOT s = f32[2] add(a, b)\n}\n")
     assert main(["check", str(path)]) == 1
     assert main(["check", str(path), "--allow-mixed-precision"]) == 0
+
+
+def test_a_permute_without_pairs_is_summarized_as_no_pairs(tmp_path, capsys):
+    """A collective-permute with no source_target_pairs sends nothing: every device receives
+    zeros (XLA's semantics of a device that is no target). The summary says so rather than
+    listing a replica group."""
+    import json
+
+    from neuron_sim.cli import main
+
+    path = tmp_path / "cp.hlo"
+    path.write_text("HloModule permute_no_pairs, num_partitions=4\n\n"
+                    "ENTRY %main (x: f32[2]) -> f32[2] {\n  %x = f32[2]{0} parameter(0)\n"
+                    "  ROOT %cp = f32[2]{0} collective-permute(%x), channel_id=1\n}\n")
+    assert main(["check", str(path), "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)["collectives"][0]
+    assert record["source_target_pairs"] == [] and "participant_groups" not in record
+    assert main(["check", str(path)]) == 0
+    assert "no pairs: every device receives zeros" in capsys.readouterr().out
