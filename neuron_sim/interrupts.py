@@ -37,6 +37,14 @@ DEFAULT_GRACE = 0.6
 DEADLINE_GRACE = 1.0
 
 _watching = False
+_owned = False
+
+
+def own_process() -> None:
+    """Say that this process is the command's own (the command line's, or a harness that expects
+    it to end): only then may ``hard_deadline`` end it."""
+    global _owned
+    _owned = True
 
 
 def watch_interrupts(*, grace: float = DEFAULT_GRACE) -> None:
@@ -45,6 +53,7 @@ def watch_interrupts(*, grace: float = DEFAULT_GRACE) -> None:
     global _watching
     if _watching or threading.current_thread() is not threading.main_thread():
         return
+    own_process()
     _quiet_z3()
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
@@ -88,9 +97,10 @@ def _watch(read_end: int, grace: float) -> None:
 def hard_deadline(seconds: float | None, message: str, *,
                   grace: float = DEADLINE_GRACE) -> Iterator[None]:
     """End the process with ``message`` on stderr and exit code 1 if the block is still running
-    ``seconds + grace`` seconds after it began (None or an infinite limit: no deadline). For the
-    command line only, like ``watch_interrupts``."""
-    if seconds is None or seconds == float("inf"):
+    ``seconds + grace`` seconds after it began (None or an infinite limit: no deadline). Only in
+    a process that ``own_process`` claimed: a library user or an in-process test is never ended,
+    and keeps the interpreter's own deadline between instructions."""
+    if seconds is None or seconds == float("inf") or not _owned:
         yield
         return
     finished = threading.Event()

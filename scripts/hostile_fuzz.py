@@ -517,6 +517,20 @@ def _drive(spec: dict, report: Report, queue) -> None:
                 break
             if event is None:
                 worker.process.wait()
+                if started is not None:
+                    # The command ended the process, as the real command line ends itself past
+                    # its limit (interrupts.hard_deadline): judge it as that process's exit.
+                    seconds = time.monotonic() - started["at"]
+                    code = worker.process.returncode
+                    _record(report, {**started, "code": code, "seconds": seconds,
+                                     "failure": judge(started["command"], code, seconds,
+                                                      started["limit"], ""),
+                                     "stderr": "[the command ended the process]"})
+                    spec["indices"] = [i for i in spec["indices"] if i > started["index"]]
+                    quota = QUOTAS.get(started["command"])
+                    if quota:
+                        spec[quota] = max(0, spec[quota] - 1)
+                    break
                 if worker.process.returncode != 0:
                     raise RuntimeError(f"a fuzz worker ended with exit code "
                                        f"{worker.process.returncode}")
@@ -550,6 +564,9 @@ def _worker(spec: dict) -> None:
         sys.stdout.write(json.dumps(event) + "\n")
         sys.stdout.flush()
 
+    from neuron_sim.interrupts import own_process
+
+    own_process()  # commands may end this worker past their limit, as they end the real CLI
     shard(spec["indices"], spec["runs"], spec["verifies"], spec["seed"], spec["minimize"], emit)
 
 
