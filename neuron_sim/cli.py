@@ -34,6 +34,7 @@ from neuron_sim import __version__
 from neuron_sim.commands import (EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError,
                                  error_message, is_user_error)
 from neuron_sim.interrupts import watch_interrupts
+from neuron_sim.outputs import discard_pending_writes
 
 # The packages' subcommands, in help order.
 COMMAND_MODULES = (neuron_sim.check_command, interpreter.commands, passes.commands,
@@ -125,6 +126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler: Callable[[argparse.Namespace], int] = args.handler
         return handler(args)
     except KeyboardInterrupt:
+        # An interrupt between a temporary file's creation and the write's own clean-up (or in
+        # native code that never unwound through it) must not leave the file behind.
+        discard_pending_writes()
         _print_error("neuron-sim: interrupted", launch)
         return EXIT_INTERRUPTED
     except BrokenPipeError:

@@ -58,7 +58,8 @@ def test_judge_names_each_failure_class():
     assert fuzz.judge("run", 2, 0.1, 20, "neuron-sim: internal error: KeyError") == \
         "internal error"
     assert fuzz.judge("run", 3, 0.1, 20, "") == "exit code"
-    assert fuzz.judge("verify", 0, 21.0, 20, "") == "time limit"
+    assert fuzz.judge("verify", 0, 20 + fuzz.LIMIT_GRACE + 0.1, 20, "") == "time limit"
+    assert fuzz.judge("verify", 0, 20 + fuzz.LIMIT_GRACE - 0.1, 20, "") is None
 
 
 def test_hostile_mutants_never_trace_back_hang_or_crash():
