@@ -10,6 +10,8 @@ half-way through. 150 leaves room: chains of 200 nested calls still execute.
 
 from __future__ import annotations
 
+import sys
+
 from neuron_sim.errors import UserError
 from neuron_sim.hlo import HloModule
 
@@ -26,7 +28,7 @@ def require_call_depth(module: HloModule) -> None:
     """Raise CallDepthExceeded if ``module``'s calls nest deeper than MAX_CALL_DEPTH."""
     depth = module.call_depth()
     if depth > MAX_CALL_DEPTH:
-        what = "call each other in a cycle" if depth > 10**9 else f"nest {depth} calls deep"
+        what = "call each other in a cycle" if depth == sys.maxsize else f"nest {depth} calls deep"
         raise CallDepthExceeded("nested calls", f"the computations of module {module.name} {what}; "
                                             f"the interpreter executes at most {MAX_CALL_DEPTH} "
                                             "nested calls")

@@ -24,6 +24,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+import numpy as np
+
 from neuron_sim.errors import UserError
 from neuron_sim.hlo import HloComputation, HloInstruction, HloModule, Opcode
 from neuron_sim.hlo.opcodes import COLLECTIVE_OPCODES
@@ -118,7 +120,8 @@ def format_bytes(count: int) -> str:
 def _leaf_bytes(shape: Shape) -> int:
     if not shape.is_array:
         return 0
-    return (shape.element_count * shape.element_type.bits + 7) // 8
+    # What numpy holds: sub-byte types (s4, u4, f4...) take a byte each.
+    return shape.element_count * np.dtype(shape.element_type.numpy_dtype).itemsize
 
 
 def _shape_bytes(shape: Shape) -> int:

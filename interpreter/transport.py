@@ -109,10 +109,6 @@ class Fingerprint:
 
     fields: tuple[tuple[str, str], ...]
 
-    def get(self, name: str) -> str | None:
-        """The value of field ``name`` (None when absent)."""
-        return dict(self.fields).get(name)
-
     def differences(self, other: "Fingerprint") -> list[str]:
         """``name (mine vs theirs)`` for every field that differs, in field order."""
         mine, theirs = dict(self.fields), dict(other.fields)

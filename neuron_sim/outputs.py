@@ -31,7 +31,7 @@ from neuron_sim.errors import UserError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-__all__ = ["OutputError", "atomic_write", "atomic_write_bytes", "atomic_write_text",
+__all__ = ["OutputError", "atomic_write", "atomic_write_text",
            "check_output_directory", "check_output_file", "discard_pending_writes",
            "make_output_directory", "same_file"]
 
@@ -172,12 +172,6 @@ def atomic_write_text(path: PathLike, text: str, *, mode: int = 0o666,
     """``text`` as UTF-8 at ``path`` (``atomic_write``)."""
     atomic_write(path, lambda handle: handle.write(text.encode("utf-8")), mode=mode,
                  exclusive=exclusive)
-
-
-def atomic_write_bytes(path: PathLike, data: bytes, *, mode: int = 0o666,
-                       exclusive: bool = False) -> None:
-    """``data`` at ``path`` (``atomic_write``)."""
-    atomic_write(path, lambda handle: handle.write(data), mode=mode, exclusive=exclusive)
 
 
 def discard_pending_writes() -> None:

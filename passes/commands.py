@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from neuron_sim.commands import (EXIT_OK, UsageError, add_command, add_json_argument,
+from neuron_sim.commands import (EXIT_OK, add_command, add_json_argument,
                                  module_and_topology, print_json)
 from neuron_sim.hlo import HloModule
 from neuron_sim.outputs import atomic_write_text, check_output_file
@@ -27,16 +27,7 @@ from passes.base import HloPass, resolve_pass_options
 from passes.context import PassContext
 from passes.options import parse_pass_option_args
 from passes.pipeline import PassPipeline
-from passes.registry import get_pass, list_passes
-
-
-def parse_pass_list(text: str) -> list[HloPass]:
-    """``"a,b"`` -> [get_pass("a"), get_pass("b")]; unknown names raise UnknownPassError."""
-    names = [name.strip() for name in text.split(",")]
-    if not text.strip() or any(not name for name in names):
-        raise UsageError(f"--passes {text!r} has an empty pass name; give a comma-separated list "
-                         "such as --passes aws_neuron_delete_permute,dce")
-    return [get_pass(name) for name in names]
+from passes.registry import list_passes, parse_pass_list
 
 
 def add_pass_arguments(parser: argparse.ArgumentParser, *, required: bool) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, TypeVar
 
+from neuron_sim.errors import UserError
 from passes.base import HloPass, UnknownPassError
 from passes.neuron.delete_permute import DeletePermute, DeletePermuteGuarded
 from passes.neuron.rewrite_all_reduce_dynamic_slice import RewriteAllReduceDynamicSlice
@@ -77,6 +78,16 @@ def get_pass(name: str, **options: Any) -> HloPass:
     """A new instance of the pass registered under ``name`` (registry key or class name);
     ``options`` (``topology=`` and the pass's declared options) override the run's context."""
     return pass_class(name)(**options)
+
+
+def parse_pass_list(text: str) -> list[HloPass]:
+    """``"a,b"`` -> [get_pass("a"), get_pass("b")]; an empty name is a UserError, an unknown one
+    an UnknownPassError."""
+    names = [name.strip() for name in text.split(",")]
+    if not text.strip() or any(not name for name in names):
+        raise UserError(f"pass list {text!r} has an empty pass name; give a comma-separated "
+                        "list such as aws_neuron_delete_permute,dce")
+    return [get_pass(name) for name in names]
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from neuron_sim.hlo.ir import HloModule
 from neuron_sim.topology import Topology
 from passes import (Contract, HloPass, PassContext, PassPipeline, contract_of, get_pass,
                     resolve_pass_options, weakest)
+from passes.registry import parse_pass_list
 from verify.checks import CHECKS, PASS_FAILED, TARGET_MALFORMED, Check, path_to, verify_topology
 from verify.execution import DEFAULT_TIMEOUT, Runner, default_runner
 from verify.inputs import DEFAULT_TRIALS
@@ -209,10 +210,7 @@ def pass_list(passes: Any) -> list[HloPass]:
     if isinstance(passes, HloPass):
         return [passes]
     if isinstance(passes, str):
-        names = [n.strip() for n in passes.split(",")]
-        if not passes.strip() or not all(names):
-            raise UserError(f"pass list {passes!r} has an empty pass name")
-        return [get_pass(n) for n in names]
+        return parse_pass_list(passes)
     return [get_pass(p) if isinstance(p, str) else p for p in passes]
 
 

@@ -169,10 +169,3 @@ class VerificationResult:
         if self.minimized is not None:
             return self.minimized.before, self.minimized.after, self.minimized.counterexample
         return self.source, self.target, self.counterexample
-
-    @property
-    def first_failing(self) -> TopologyVerdict | None:
-        """The first topology whose verdict is the summary's status, unless that is CORRECT."""
-        if self.status is Status.CORRECT:
-            return None
-        return next((v for v in self.topology_results if v.status is self.status), None)

@@ -483,8 +483,6 @@ class HloModule:
                 continue
             if comp in depth:
                 continue
-            if comp in on_path:
-                return sys.maxsize
             on_path.add(comp)
             stack.append((comp, True))
             for callee in callees:

@@ -31,10 +31,8 @@ from interpreter.backends.mpi.exchange import as_bytes
 from interpreter.backends.mpi.layout import RankLayout
 from interpreter.transport import CollectiveCall
 
-__all__ = ["NativeCollectives", "NATIVE_REDUCTIONS"]
+__all__ = ["NativeCollectives"]
 
-NATIVE_REDUCTIONS = (Opcode.ADD, Opcode.MULTIPLY, Opcode.MAXIMUM, Opcode.MINIMUM, Opcode.AND,
-                     Opcode.OR, Opcode.XOR)
 _TAG_PERMUTE = 301
 # MPI counts and displacements are C ints.
 _MAX_BYTES = (1 << 31) - 1
