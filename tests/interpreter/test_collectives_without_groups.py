@@ -133,18 +133,19 @@ ENTRY e {
 
 
 def test_verify_runs_a_module_without_groups_or_pairs(tmp_path, capsys):
-    """A target that differs (an extra copy) makes the verifier execute both modules."""
+    """A target that differs (an extra copy) makes the verifier execute both modules; the output
+    is r + c, so the all-reduce's value (c, the permute without pairs, is zeros) is compared."""
     body = "HloModule m, replica_count=4\n" + ADD + """
 ENTRY e {
   p = f32[2] parameter(0)
   r = f32[2] all-reduce(p), to_apply=add
-  ROOT c = f32[2] collective-permute(r)
+  c = f32[2] collective-permute(r)
+  ROOT o = f32[2] add(r, c)
 }
 """
     before = write(tmp_path, "before", body)
     after = write(tmp_path, "after", body.replace(
-        "ROOT c = f32[2] collective-permute(r)",
-        "c = f32[2] collective-permute(r)\n  ROOT k = f32[2] copy(c)"))
+        "ROOT o = f32[2] add(r, c)", "k = f32[2] copy(c)\n  ROOT o = f32[2] add(r, k)"))
     assert main(["verify", before, after]) == 0
     assert "Result: CORRECT" in capsys.readouterr().out
 

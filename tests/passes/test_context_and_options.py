@@ -122,6 +122,10 @@ def test_resolve_pass_options_accepts_what_some_pass_declares_through_nested_pip
     inner = PassPipeline(["dce"])
     resolve_pass_options([get_pass("aws_neuron_delete_permute"), inner],
                          {"dce.keep_channel_collectives": "true"})
+    # ... and looks inside them: an option the nested dce does not declare is refused.
+    with pytest.raises(UnknownPassOptionError, match="declares no option 'colour'"):
+        resolve_pass_options([get_pass("aws_neuron_delete_permute"), PassPipeline(["dce"])],
+                             {"dce.colour": "red"})
 
 
 def test_a_pipeline_refuses_unknown_options_before_running_and_hands_known_ones_down():
