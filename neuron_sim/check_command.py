@@ -30,7 +30,7 @@ from neuron_sim.commands import (EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, add_command,
                                  add_json_argument, error_message, print_json,
                                  topology_from_args)
 from neuron_sim.errors import UserError
-from neuron_sim.hlo import HloModule, HloParseError, Opcode, parse_module
+from neuron_sim.hlo import HloModule, HloParseError, Opcode, parse_module_file
 from neuron_sim.hlo.checker import HloCheckError, check_module, smallest_topology
 from neuron_sim.topology import Topology, group_mode, participant_groups
 
@@ -135,10 +135,8 @@ class FileVerdict:
 
 def check_file(path: str, args: argparse.Namespace) -> FileVerdict:
     """Read, parse and verify one file. Unreadable files (OSError, not UTF-8) raise."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
     try:
-        module = parse_module(text, filename=path)
+        module = parse_module_file(path)
     except HloParseError as exc:
         return FileVerdict(path, "unparsable", exc.one_line(),
                            [exc.source_line, " " * (exc.col - 1) + "^"],
