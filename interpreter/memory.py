@@ -21,12 +21,12 @@ so a limit should leave room (the default is half of the memory available).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
 
 from neuron_sim.errors import UserError
+from neuron_sim.sizes import default_memory_limit, format_bytes
 from neuron_sim.hlo import HloComputation, HloInstruction, HloModule, Opcode
 from neuron_sim.hlo.opcodes import COLLECTIVE_OPCODES
 from neuron_sim.hlo.shapes import Shape
@@ -37,7 +37,6 @@ from interpreter.limits import require_call_depth
 __all__ = ["MemoryEstimate", "MemoryLimitExceeded", "default_memory_limit", "estimate_memory",
            "format_bytes", "require_memory"]
 
-DEFAULT_FRACTION = 0.5  # of MemAvailable: room for numpy's temporaries and everything else
 
 # Ops that evaluate their called computations for the whole frame (the others apply them
 # elementwise, one frame row per element).
@@ -86,32 +85,6 @@ def require_memory(module: HloModule, topology: Topology, limit: int | None,
             f"{what or module.name}: running it on topology {topology} needs {estimate}, more "
             f"than the limit of {format_bytes(limit)} (--max-memory)")
     return estimate
-
-
-def default_memory_limit() -> int | None:
-    """Half of the memory available now (MemAvailable in /proc/meminfo, else half of the
-    physical memory); None when the machine does not say."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(int(line.split()[1]) * 1024 * DEFAULT_FRACTION)
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * DEFAULT_FRACTION)
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
-def format_bytes(count: int) -> str:
-    """``1536`` -> ``1.5 KiB``; binary units, three significant digits."""
-    value = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if value < 1024 or unit == "PiB":
-            return f"{int(value)} B" if unit == "B" else f"{value:.3g} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
 
 
 # --------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from typing import IO, Any, Iterator, Mapping, Sequence, Union
 import numpy as np
 
 from neuron_sim.errors import UserError
+from neuron_sim.sizes import default_memory_limit, format_bytes
 from neuron_sim.outputs import atomic_write
 
 
@@ -44,24 +45,16 @@ NPY_MAGIC = b"\x93NUMPY"
 ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")  # a member first, or an empty archive
 
 
-def memory_limit() -> int:
-    """Bytes an npz file may hold once loaded: half the machine's physical memory."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
-    except (ValueError, OSError, AttributeError):
-        return 8 << 30
-
-
 def read_npz(path: str | os.PathLike, *, max_bytes: int | None = None) -> dict[str, np.ndarray]:
     """Every array of an npz file by key, after checking it is one (no pickles).
 
     An npz file is a zip archive of ``.npy`` members. Each member's header (shape and dtype) is
     read and judged before its data: an object dtype (pickled Python objects) is refused, and
     so is a header whose shape needs more bytes than the member holds or, summed over the
-    members, more than ``max_bytes`` (default ``memory_limit()``) — so that a bad header is an
+    members, more than ``max_bytes`` (default ``sizes.default_memory_limit()``) — so that a bad header is an
     error naming the array, not a MemoryError. Raises NpzError naming the file (and the array).
     """
-    limit = memory_limit() if max_bytes is None else max_bytes
+    limit = (default_memory_limit() or 8 << 30) if max_bytes is None else max_bytes
     with open(path, "rb") as handle:
         head = handle.read(len(NPY_MAGIC))
     if head.startswith(NPY_MAGIC):
@@ -78,8 +71,8 @@ def read_npz(path: str | os.PathLike, *, max_bytes: int | None = None) -> dict[s
             for info, key in members:
                 total += _judge_header(path, archive, info, key)
                 if total > limit:
-                    raise NpzError(f"{path}: its arrays need {_size(total)} or more once "
-                                   f"loaded, more than the limit of {_size(limit)}")
+                    raise NpzError(f"{path}: its arrays need {format_bytes(total)} or more once "
+                                   f"loaded, more than the limit of {format_bytes(limit)}")
             return {key: _read_member(path, archive, info, key) for info, key in members}
     except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError,
             zlib.error, RuntimeError) as exc:
@@ -141,7 +134,7 @@ def _judge_header(path: str | os.PathLike, archive: zipfile.ZipFile, info: zipfi
     held = info.file_size - header_bytes
     if needed > held:
         raise NpzError(f"{path}: {_array_name(key)} claims shape {list(shape)} of {dtype} "
-                       f"({_size(needed)}) but holds only {_size(max(held, 0))}")
+                       f"({format_bytes(needed)}) but holds only {format_bytes(max(held, 0))}")
     return needed
 
 
@@ -157,13 +150,6 @@ def _read_member(path: str | os.PathLike, archive: zipfile.ZipFile, info: zipfil
 
 def _reason(exc: BaseException) -> str:
     return str(exc).rstrip(".") or type(exc).__name__
-
-
-def _size(count: int) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if count >= scale:
-            return f"{count / scale:.1f} {unit}"
-    return f"{count} bytes"
 
 
 def read_inputs(path: str | os.PathLike) -> dict[str, np.ndarray]:
