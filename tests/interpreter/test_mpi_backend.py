@@ -280,7 +280,10 @@ def launch_with_codes(tmp_path: Path, world_size: int, argv: list[str]) -> tuple
     codes = tmp_path / "codes"
     codes.mkdir()
     command = " ".join(f'"{a}"' for a in argv)
-    wrapper = f'{command}; code=$?; echo $code > "{codes}/rank$PMI_RANK"; exit $code'
+    # Written then renamed: a rank that mpiexec kills while it records its code leaves no file
+    # rather than an empty one.
+    wrapper = (f'{command}; code=$?; echo $code > "{codes}/.rank$PMI_RANK" && '
+               f'mv "{codes}/.rank$PMI_RANK" "{codes}/rank$PMI_RANK"; exit $code')
     started = time.monotonic()
     done = mpiexec(world_size, "-prepend-pattern", LABEL, "sh", "-c", wrapper, timeout=60)
     elapsed = time.monotonic() - started
