@@ -9,19 +9,14 @@ raw exception or a misleading message before (issue 11).
 from __future__ import annotations
 
 import io
-import os
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from real_cli import mpiexec, needs_mpiexec
 
-MPIEXEC = Path(sys.executable).parent / "mpiexec"
-needs_mpiexec = pytest.mark.skipif(not MPIEXEC.exists(), reason="mpiexec is not installed")
 
 # One f32[4] parameter: the inputs file is what the tests vary.
 ONE_PARAMETER = """HloModule one_parameter
@@ -204,13 +199,6 @@ def test_a_launch_of_one_process_is_an_ordinary_run(cli, module):
     code, _, stderr = cli("run", "m.hlo", "--seed", "0", cwd=module.parent,
                           env={"PMI_SIZE": "1", "PMI_RANK": "0"})
     assert code == 0, stderr
-
-
-def mpiexec(n: int, *args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
-    return subprocess.run([str(MPIEXEC), "-n", str(n), sys.executable, "-m", "neuron_sim.cli",
-                           *args], cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
 
 
 @needs_mpiexec

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from real_cli import REPO, environment, mpiexec, needs_mpiexec
 EXAMPLES = REPO / "examples"
 UNSOUND_EXAMPLE = "delete_permute_real_all_reduce.hlo"  # DeletePermute on real groups
 DELETE_PERMUTE = "aws_neuron_delete_permute"
@@ -48,21 +48,14 @@ ENTRY %main () -> f32[4096,4096] {
 }
 """
 
-MPIEXEC = Path(sys.executable).parent / "mpiexec"
 needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
-
-
-def environment() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
-    return env
 
 
 def start(*args: str, cwd: Path, env: dict[str, str] | None = None,
           **kwargs) -> subprocess.Popen:
     """The real command line, started (not waited for); ``env`` adds to the environment."""
     return subprocess.Popen([sys.executable, "-m", "neuron_sim.cli", *args], cwd=cwd,
-                            env={**environment(), **(env or {})}, stdout=subprocess.PIPE,
+                            env=environment(env), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, **kwargs)
 
 
@@ -124,17 +117,15 @@ def test_output_onto_an_input_is_refused_and_nothing_written(cli, work, argv, na
     assert snapshot(work) == before
 
 
-@pytest.mark.skipif(not MPIEXEC.exists(), reason="mpiexec is not installed")
+@needs_mpiexec
 def test_a_per_rank_output_onto_an_input_is_refused_on_every_rank(work):
     """``-o x.npz --output-per-rank`` has rank 1 write x.rank1.npz, here the inputs file."""
     (work / "double2.hlo").write_text(DOUBLE.replace("HloModule double",
                                                      "HloModule double, num_partitions=2"))
     os.rename(work / "in.npz", work / "x.rank1.npz")
     before = snapshot(work)
-    done = subprocess.run([str(MPIEXEC), "-n", "2", sys.executable, "-m", "neuron_sim.cli",
-                           "run", "double2.hlo", "--backend", "mpi", "--inputs", "x.rank1.npz",
-                           "-o", "x.npz", "--output-per-rank"], cwd=work, env=environment(),
-                          capture_output=True, text=True, timeout=120)
+    done = mpiexec(2, "run", "double2.hlo", "--backend", "mpi", "--inputs", "x.rank1.npz",
+                   "-o", "x.npz", "--output-per-rank", cwd=work)
     assert done.returncode == 2
     assert "--output-per-rank x.rank1.npz: is the input x.rank1.npz" in error_line(done.stderr)
     assert snapshot(work) == before

@@ -16,10 +16,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from real_cli import REPO, mpiexec, needs_mpiexec
 CORPUS = REPO / "tests" / "data" / "jax"
-MPIEXEC = Path(sys.executable).parent / "mpiexec"
-needs_mpiexec = pytest.mark.skipif(not MPIEXEC.exists(), reason="mpiexec is not installed")
 
 # Devices 2 and 3 are in no replica group of the all-reduce: not a program for 4 replicas.
 OUTSIDE_EVERY_GROUP = """HloModule outside_every_group, replica_count=4
@@ -114,13 +112,6 @@ def one_error_line(stderr: str) -> str:
     assert lines[0].startswith("neuron-sim: error: "), stderr
     assert "Traceback" not in stderr and "internal error" not in stderr
     return lines[0]
-
-
-def mpiexec(n: int, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    return subprocess.run([str(MPIEXEC), "-n", str(n), sys.executable, "-m", "neuron_sim.cli",
-                           *args], capture_output=True, text=True, timeout=timeout, env=env,
-                          cwd=REPO)
 
 
 # --------------------------------------------------------------------------------------------
