@@ -1264,7 +1264,31 @@ JAX is needed only to regenerate these files. Per module NAME:
 """
 
 
-def main() -> int:
+def _define_program_files() -> None:
+    """Programs kept in ``scripts/jax_programs/*.py`` (one file per theme, e.g. the idioms a
+    cleanup pass looks for): each file defines ``define(corpus)`` and registers its cases
+    through ``corpus.single`` / ``corpus.spmd`` / ``corpus.named`` (``corpus`` is this
+    module), so that programs can be added without editing this file."""
+    import importlib.util
+
+    for path in sorted((Path(__file__).resolve().parent / "jax_programs").glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        spec = importlib.util.spec_from_file_location(f"jax_programs_{path.stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        module.define(sys.modules[__name__])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Regenerate the corpus; ``--only NAME_OR_PREFIX ...`` regenerates just the matching cases
+    and keeps every other entry of the manifest (no stale files are removed then)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="+", metavar="PREFIX",
+                        help="regenerate only the cases whose name starts with a PREFIX")
+    args = parser.parse_args(argv)
     assert len(jax.devices()) == 8, jax.devices()
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     _define_spmd_1d()
@@ -1273,18 +1297,26 @@ def main() -> int:
     _define_lowered_spmd()
     _define_named()
     _define_single()
+    _define_program_files()
     names = [c.name for c in CASES]
     assert len(set(names)) == len(names), "duplicate names"
 
-    keep = set()
-    manifest = []
-    for case in CASES:
-        manifest.append(run_case(case))
-        keep |= {f"{case.name}.hlo", f"{case.name}.npz"}
-    for stale in OUT_DIR.iterdir():
-        if stale.suffix in (".hlo", ".npz") and stale.name not in keep:
-            stale.unlink()
-            print(f"removed stale {stale.name}")
+    selected = [c for c in CASES if not args.only or c.name.startswith(tuple(args.only))]
+    if args.only and not selected:
+        parser.error(f"no case starts with any of {args.only}")
+    fresh = {case.name: run_case(case) for case in selected}
+    if args.only:
+        manifest_path = OUT_DIR / "MANIFEST.json"
+        old = {e["name"]: e for e in json.loads(manifest_path.read_text())}
+        old.update(fresh)
+        manifest = [old[name] for name in names if name in old]
+    else:
+        manifest = [fresh[name] for name in names]
+        keep = {f"{name}{suffix}" for name in names for suffix in (".hlo", ".npz")}
+        for stale in OUT_DIR.iterdir():
+            if stale.suffix in (".hlo", ".npz") and stale.name not in keep:
+                stale.unlink()
+                print(f"removed stale {stale.name}")
 
     (OUT_DIR / "MANIFEST.json").write_text(
         "[\n" + ",\n".join("  " + json.dumps(e) for e in manifest) + "\n]\n")
