@@ -28,7 +28,7 @@ from __future__ import annotations
 from neuron_sim.hlo.ir import HloInstruction
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.replica_groups import ReplicaGroups, SourceTargetPairs
-from neuron_sim.topology import (Topology, group_mode, participant_groups,
+from neuron_sim.topology import (GroupMode, Topology, group_mode, participant_groups,
                                  permute_pairs_flattened)
 from passes.base import OpExpanderPass, SeedStatus
 
@@ -69,24 +69,83 @@ class DeletePermute(OpExpanderPass):
 def is_identity_collective(inst: HloInstruction, topology: Topology) -> bool:
     """True if ``inst`` (all-reduce or collective-permute) provably returns its operand on every
     device of ``topology``."""
-    if inst.opcode not in DELETED_OPCODES or len(inst.operands) != 1:
-        return False
+    return identity_violation(inst, topology) is None
+
+
+def identity_violation(inst: HloInstruction, topology: Topology) -> str | None:
+    """Why ``inst`` is not the identity on every device of ``topology`` under XLA's degenerate
+    rules (SEMANTICS.md §2), in one clause naming the group and the devices; None if it is.
+
+    e.g. ``group mode CrossReplicaAndPartition, replica group {0} spans partitions 0..3 -> 4
+    participants`` or ``group mode CrossPartition, device 3 (replica 0, partition 3) is no
+    target of source_target_pairs={{0,1},{1,0}} -> receives zeros``.
+    """
+    if inst.opcode not in DELETED_OPCODES:
+        return f"{inst.opcode.spelling} is neither an all-reduce nor a collective-permute"
+    if len(inst.operands) != 1:
+        return (f"it has {len(inst.operands)} operands, so its tuple result is not operand 0 "
+                "(DeletePermute fails on it and leaves the module unchanged)")
     if not inst.operand(0).shape.compatible(inst.shape):
-        return False
+        return f"its result shape {inst.shape} differs from its operand's {inst.operand(0).shape}"
     try:
         mode = group_mode(inst.opcode.spelling, inst.channel_id is not None,
                           inst.use_global_device_ids)
         if inst.opcode is Opcode.ALL_REDUCE:
-            groups = participant_groups(mode, inst.get("replica_groups", ReplicaGroups()),
-                                        topology)
-            covered = sorted(f for group in groups for f in group)
-            return (all(len(group) == 1 for group in groups)
-                    and covered == list(range(topology.num_devices)))
-        pairs = permute_pairs_flattened(mode, inst.get("source_target_pairs", SourceTargetPairs()),
-                                        topology)
-        return sorted(pairs) == [(f, f) for f in range(topology.num_devices)]
-    except ValueError:  # invalid groups or pairs for this topology: not provable
-        return False
+            groups = inst.get("replica_groups", ReplicaGroups())
+            return _all_reduce_violation(mode, groups,
+                                         participant_groups(mode, groups, topology), topology)
+        pairs = inst.get("source_target_pairs", SourceTargetPairs())
+        return _permute_violation(mode, pairs,
+                                  permute_pairs_flattened(mode, pairs, topology), topology)
+    except ValueError as exc:  # invalid groups or pairs for this topology: not provable
+        return f"its groups are not valid on {topology}: {exc}"
+
+
+def _ids(values: list[int]) -> str:
+    """``0..3`` for a contiguous run, else ``0,2,5``."""
+    values = sorted(set(values))
+    if len(values) > 2 and values == list(range(values[0], values[-1] + 1)):
+        return f"{values[0]}..{values[-1]}"
+    return ",".join(map(str, values))
+
+
+def _all_reduce_violation(mode: GroupMode, groups: ReplicaGroups,
+                          participants: list[tuple[int, ...]], topology: Topology) -> str | None:
+    covered = {f for group in participants for f in group}
+    missing = [f for f in range(topology.num_devices) if f not in covered]
+    if missing:
+        return f"group mode {mode}, device {missing[0]} is in no group"
+    big = next((group for group in participants if len(group) > 1), None)
+    if big is None:
+        return None
+    if mode is GroupMode.FLATTENED_ID:
+        return f"group mode {mode}, group {{{','.join(map(str, big))}}} -> {len(big)} participants"
+    coordinates = [topology.replica_partition(f) for f in big]
+    replicas = [r for r, _ in coordinates]
+    group = ("replica_groups={}" if not groups.to_text().strip("{}")
+             else f"replica group {{{_ids(replicas)}}}")
+    partitions = _ids([p for _, p in coordinates])
+    if mode is GroupMode.CROSS_REPLICA_AND_PARTITION:
+        span = "spans" if len(set(replicas)) == 1 else "x"
+        return f"group mode {mode}, {group} {span} partitions {partitions} -> {len(big)} participants"
+    return f"group mode {mode}, {group} (partition {partitions}) -> {len(big)} participants"
+
+
+def _permute_violation(mode: GroupMode, pairs: SourceTargetPairs,
+                       flattened: list[tuple[int, int]], topology: Topology) -> str | None:
+    targets = {t for _, t in flattened}
+    for f in range(topology.num_devices):
+        if f not in targets:
+            r, p = topology.replica_partition(f)
+            return (f"group mode {mode}, device {f} (replica {r}, partition {p}) is no target "
+                    f"of source_target_pairs={pairs.to_text()} -> receives zeros")
+    for s, t in flattened:
+        if s != t:
+            (rs, ps), (rt, pt) = topology.replica_partition(s), topology.replica_partition(t)
+            return (f"group mode {mode}, source_target_pairs={pairs.to_text()} send device "
+                    f"{s} (replica {rs}, partition {ps}) to device {t} (replica {rt}, "
+                    f"partition {pt})")
+    return None
 
 
 class DeletePermuteGuarded(DeletePermute):
