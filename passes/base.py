@@ -94,11 +94,7 @@ class HloPass:
     def run(self, module: HloModule, context: PassContext | None = None) -> bool:
         """Run the pass on ``module``; True if it changed it. Raises PassError (module unchanged),
         or UnknownPassOptionError (nothing run) if an option value of the context is bad."""
-        context = context or PassContext()
-        if self.given_topology is not None:
-            context = dataclasses.replace(context, topology=self.given_topology)
-        self._option_values = self._resolve(context.options)
-        self.context = context
+        context = self.bind(context)
         self.rewrites = []
         work = module.clone()
         try:
@@ -113,6 +109,17 @@ class HloPass:
         if changed:
             module.become(work)
         return changed
+
+    def bind(self, context: PassContext | None = None) -> PassContext:
+        """Put the pass in the state ``run`` gives it, without running it: the context in force
+        (a topology given to the constructor wins) and its options resolved. Analyses that ask
+        a pass's matcher (check-schedule) call it first; returns the context in force."""
+        context = context or PassContext()
+        if self.given_topology is not None:
+            context = dataclasses.replace(context, topology=self.given_topology)
+        self._option_values = self._resolve(context.options)
+        self.context = context
+        return context
 
     def run_on_module(self, module: HloModule, context: PassContext) -> bool:
         """Transform ``module`` in place; return whether anything changed."""
