@@ -34,6 +34,7 @@ from functools import lru_cache
 import ml_dtypes
 import numpy as np
 
+from neuron_sim.conversions import convert_array, wrap_int as _wrap_int
 from neuron_sim.hlo import ElementType, Opcode
 
 from interpreter.errors import InterpreterError, Unimplemented
@@ -79,19 +80,6 @@ def _int_work_dtype(dtype: np.dtype) -> np.dtype:
     if et.bits >= 8:
         return np.dtype(dtype)
     return np.dtype(np.int8 if et.is_signed else np.uint8)
-
-
-def _wrap_int(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """Wrap integer ``values`` (computed in a wider type) into ``dtype`` two's complement."""
-    et = element_type_of(dtype)
-    if et.bits >= 8:
-        return values.astype(dtype, copy=False)
-    wide = values.astype(np.int64)
-    mask = (1 << et.bits) - 1
-    wide = wide & mask
-    if et.is_signed:
-        wide = np.where(wide >= 1 << (et.bits - 1), wide - (1 << et.bits), wide)
-    return wide.astype(dtype)
 
 
 def unsigned_view(x: np.ndarray) -> np.ndarray:
@@ -513,51 +501,6 @@ def clamp(ctx, low, x, high):
 @implements(Opcode.CONVERT)
 def convert(ctx, x):
     return convert_array(x, ctx.inst.shape.element_type)
-
-
-def convert_array(x: np.ndarray, target: ElementType) -> np.ndarray:
-    """XLA's convert of ``x`` to ``target`` (see the module docstring for float -> int)."""
-    dtype = target.numpy_dtype
-    source = x.dtype
-    if source == dtype:
-        return x
-    if target is ElementType.PRED:
-        return x != 0
-    if is_complex(source) and not target.is_complex:
-        x = np.real(x)
-        source = x.dtype
-    if target.is_integral:
-        if is_pred(source):
-            return x.astype(dtype)
-        if is_float(source):
-            return _float_to_int(x, target)
-        return _wrap_int(x.astype(np.int64), dtype) if target.bits < 8 else x.astype(dtype)
-    if target.is_float:
-        if is_integral(source) and target.bits < 32:
-            return x.astype(F32).astype(dtype)
-        return x.astype(dtype)
-    return x.astype(dtype)
-
-
-def _float_to_int(x: np.ndarray, target: ElementType) -> np.ndarray:
-    dtype = target.numpy_dtype
-    values = np.trunc(x.astype(F64))
-    if target.is_signed:
-        low, high = -(2 ** (target.bits - 1)), 2 ** (target.bits - 1) - 1
-    else:
-        low, high = 0, 2 ** target.bits - 1
-    nan = np.isnan(values)
-    too_low = values <= low
-    too_high = values >= high
-    middle = np.where(nan | too_low | too_high, 0, values)
-    work = np.uint64 if not target.is_signed else np.int64
-    result = middle.astype(work)
-    result = np.where(too_high, np.array(high).astype(work), result)
-    result = np.where(too_low, np.array(low).astype(work), result)
-    result = np.where(nan, 0, result).astype(work)
-    if target.bits < 8:
-        return _wrap_int(result, dtype)
-    return result.astype(dtype)
 
 
 @implements(Opcode.BITCAST_CONVERT)
