@@ -34,6 +34,8 @@ from interpreter.errors import describe
 from neuron_sim.hlo import HloInstruction, HloModule, Opcode
 from neuron_sim.hlo.opcodes import COLLECTIVE_OPCODES, SYNC_OF_ASYNC_START
 from neuron_sim.hlo.replica_groups import ReplicaGroups
+from neuron_sim.physical_groups import (flattened_groups_of_physical, flattened_pairs_of_physical,
+                                        groups_are_physical)
 from neuron_sim.topology import (GroupMode, Topology, group_mode, participant_groups,
                                  permute_pairs_flattened)
 
@@ -175,12 +177,18 @@ def participant_groups_of(instr: HloInstruction, topology: Topology) -> tuple[tu
     if collective_kind(instr) is Opcode.COLLECTIVE_PERMUTE:
         return _components(flattened_pairs(instr, topology))
     groups = instr.replica_groups if instr.has("replica_groups") else ReplicaGroups()
+    if groups_are_physical(instr):
+        return flattened_groups_of_physical(groups.groups, topology)
     return participant_groups(_mode(instr), groups, topology)
 
 
 def flattened_pairs(instr: HloInstruction, topology: Topology) -> tuple[tuple[int, int], ...]:
     """A collective-permute's (source, target) pairs as flattened device ids (none when the
-    attribute is absent: every device receives zeros)."""
+    attribute is absent: every device receives zeros). Physical pairs (``neuron.groups=
+    "physical"``) are mapped through the inverse device assignment."""
+    if groups_are_physical(instr):
+        pairs = instr.get("source_target_pairs")
+        return flattened_pairs_of_physical(pairs.pairs if pairs is not None else (), topology)
     return permute_pairs_flattened(_mode(instr), instr.get("source_target_pairs"), topology)
 
 

@@ -15,6 +15,9 @@ from typing import Any, Callable, TypeVar
 from neuron_sim.errors import UserError
 from passes.base import HloPass, UnknownPassError
 from passes.neuron.delete_permute import DeletePermute, DeletePermuteGuarded
+from passes.neuron.device_assignment_legalization import DeviceAssignmentLegalization
+from passes.neuron.inline_weights import InlineWeights
+from passes.neuron.replace_rng import ReplaceRng
 from passes.neuron.rewrite_all_reduce_dynamic_slice import RewriteAllReduceDynamicSlice
 from passes.neuron.rewrite_all_reduce_dynamic_slice_multiple_groups import (
     RewriteAllReduceDynamicSliceMultipleGroups)
@@ -28,6 +31,9 @@ BUILTIN_PASSES: tuple[type[HloPass], ...] = (
     RewriteAllReduceDynamicSliceProven,
     DeletePermute,
     DeletePermuteGuarded,
+    DeviceAssignmentLegalization,
+    InlineWeights,
+    ReplaceRng,
     DeadCodeElimination,
 )
 

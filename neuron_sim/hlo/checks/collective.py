@@ -14,6 +14,8 @@ from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.replica_groups import ReplicaGroupError, ReplicaGroups, SourceTargetPairs
 from neuron_sim.hlo.shapes import ArrayShape, Layout, Shape, TupleShape, scalar
+from neuron_sim.physical_groups import (flattened_groups_of_physical, flattened_pairs_of_physical,
+                                        groups_are_physical)
 from neuron_sim.topology import GroupMode, group_mode, validate_replica_groups
 
 RULES = RuleTable("collective")
@@ -35,6 +37,8 @@ def _checked_group_size(ctx: Context, *, uniform: bool) -> int:
     """
     mode = _mode(ctx)
     groups = ctx.inst.attrs.get("replica_groups") or ReplicaGroups()
+    if groups_are_physical(ctx.inst):
+        return _checked_physical_group_size(ctx, groups, uniform=uniform)
     try:
         validate_replica_groups(mode, groups, ctx.topology, uniform_required=uniform)
     except ReplicaGroupError as exc:
@@ -46,6 +50,27 @@ def _checked_group_size(ctx: Context, *, uniform: bool) -> int:
                 GroupMode.CROSS_REPLICA_AND_PARTITION: R * P}[mode]
     size = len(groups.groups[0])
     return size * P if mode is GroupMode.CROSS_REPLICA_AND_PARTITION else size
+
+
+def _checked_physical_group_size(ctx: Context, groups: ReplicaGroups, *, uniform: bool) -> int:
+    """Physical groups (``neuron.groups="physical"``): explicit, every device of the device
+    assignment in exactly one group, all groups one size unless all-reduce; the size is the
+    first group's length (the group mode was applied when the ids were made physical)."""
+    where = f"(physical device ids on {ctx.topology})"
+    if not groups.groups or not all(groups.groups):
+        raise Invalid(f"physical replica_groups must list every group and no group may be "
+                      f"empty {where}")
+    try:
+        flattened = flattened_groups_of_physical(groups.groups, ctx.topology)
+    except ReplicaGroupError as exc:
+        raise Invalid(f"{exc} {where}") from None
+    covered = sum(len(g) for g in flattened)
+    if covered != ctx.topology.num_devices:
+        raise Invalid(f"physical replica_groups name {covered} devices but the device "
+                      f"assignment has {ctx.topology.num_devices} {where}")
+    if uniform and len({len(g) for g in flattened}) > 1:
+        raise Invalid(f"replica groups must all have the same size {where}")
+    return len(flattened[0])
 
 
 def _collective_dim(ctx: Context, shapes: Sequence[ArrayShape]) -> int:
@@ -281,6 +306,12 @@ def _check_source_target_pairs(ctx: Context, sync_opcode: Opcode) -> None:
     target (XLA's CheckDuplicatedSourceOrTarget)."""
     mode = _mode(ctx, sync_opcode)
     pairs = ctx.inst.attrs.get("source_target_pairs") or SourceTargetPairs()
+    if groups_are_physical(ctx.inst) and _allowed_multiplicity(ctx) == 1:
+        try:
+            flattened_pairs_of_physical(pairs.pairs, ctx.topology)
+        except ReplicaGroupError as exc:
+            raise Invalid(f"{exc} (physical device ids on {ctx.topology})") from None
+        return
     n = ctx.topology.replica_count if mode is GroupMode.CROSS_REPLICA \
         else ctx.topology.num_partitions
     allowed = _allowed_multiplicity(ctx)

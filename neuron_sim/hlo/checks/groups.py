@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from neuron_sim.errors import UserError
 from neuron_sim.hlo.ir import HloModule
+from neuron_sim.physical_groups import groups_are_physical
 from neuron_sim.topology import GroupMode, Topology, group_mode
 
 
@@ -30,7 +31,7 @@ def _collect(module: HloModule) -> _Constraints:
     for inst in module.instructions():
         pairs = inst.attrs.get("source_target_pairs")
         groups = inst.attrs.get("replica_groups")
-        if pairs is None and groups is None:
+        if pairs is None and groups is None or groups_are_physical(inst):
             continue
         try:
             mode = group_mode(inst.opcode.spelling, inst.channel_id is not None,
