@@ -19,7 +19,7 @@ strings (``"exact"``, ``"refinement"``, ``"changes-results"``) for compatibility
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import ml_dtypes
 import numpy as np
@@ -114,6 +114,53 @@ def infinity_to_finite(source: np.ndarray, target: np.ndarray) -> np.ndarray:
             | ((wide_s == np.inf) & (wide_t == float(finfo.max))))
 
 
+class Tolerance(Contract):
+    """Exact, or within ``ulps`` units in the last place of ``unit`` (an ml_dtypes / numpy float
+    dtype) at the source's value: what a rewrite that computes in a narrower type promises.
+
+    For a real-float source value s: a finite target t with ``|t - s| <= ulps * ulp_unit(s)``
+    (``ulp_unit(s)`` the spacing of ``unit`` in s's binade, at least its smallest subnormal), or
+    s finite beyond ``unit``'s largest finite value and t the same-signed infinity or beyond it
+    too (overflow in the narrow type). NaN only for NaN (``EXACT``'s rule). ``also``, a
+    Refinement, adds what it allows (a pipeline's composition). Non-float outputs: exact.
+    """
+
+    name = "tolerance"
+
+    def __init__(self, rule: str, ulps: float, unit: Any, description: str,
+                 also: Refinement | None = None) -> None:
+        self.rule = rule
+        self.ulps = float(ulps)
+        self.unit = np.dtype(unit)
+        self.description = description
+        self.also = also
+
+    def allowed(self, source: np.ndarray, target: np.ndarray) -> np.ndarray:
+        source = np.asarray(source)
+        target = np.asarray(target)
+        mask = equal_mask(source, target)
+        if self.also is not None:
+            mask = mask | self.also.allowed(source, target)
+        if not is_float(source) or source.dtype.kind == "c" or source.dtype != target.dtype:
+            return mask
+        finfo = ml_dtypes.finfo(self.unit)
+        wide_s = source.astype(np.float64)
+        wide_t = target.astype(np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            _, exponent = np.frexp(wide_s)
+            smallest = float(finfo.smallest_subnormal)
+            spacing = np.maximum(np.ldexp(1.0, exponent - 1 - int(finfo.nmant)), smallest)
+            close = np.isfinite(wide_t) & (np.abs(wide_t - wide_s) <= self.ulps * spacing)
+            largest = float(finfo.max)
+            overflow = ((np.abs(wide_s) > largest) & (np.abs(wide_t) > largest)
+                        & (np.sign(wide_s) == np.sign(wide_t)))
+        return mask | (np.isfinite(wide_s) & (close | overflow))
+
+    def describe(self) -> str:
+        text = f"tolerance ({self.rule}): exact, or {self.description}"
+        return text + (f"; or {self.also.description}" if self.also is not None else "")
+
+
 EXACT: Contract = Exact()
 CHANGES_RESULTS: Contract = ChangesResults()
 INFINITY_TO_FINITE = Refinement(
@@ -121,8 +168,13 @@ INFINITY_TO_FINITE = Refinement(
     "an infinity may become the same-signed largest finite value (ReplaceMinimumConstant's "
     "-inf -> lowest)")
 
+BF16_HALF_ULP = Tolerance(
+    "bf16 rounding", 0.5, ml_dtypes.bfloat16,
+    "within half a bf16 ulp of the source's value (one round-to-nearest into bf16; "
+    "RewriteModuleDtype's value-movement family)")
+
 _BY_NAME: dict[str, Contract] = {"exact": EXACT, "refinement": INFINITY_TO_FINITE,
-                                 "changes-results": CHANGES_RESULTS}
+                                 "tolerance": BF16_HALF_ULP, "changes-results": CHANGES_RESULTS}
 
 
 def contract_of(value: Contract | str) -> Contract:
@@ -137,12 +189,15 @@ def contract_of(value: Contract | str) -> Contract:
 
 
 def weakest(contracts: Iterable[Contract | str]) -> Contract:
-    """The contract a pipeline of passes with these contracts keeps.
+    """The contract a pipeline of passes with these contracts keeps (their composition).
 
-    changes-results if any pass expects a change; else, if any pass is a refinement, a
-    refinement that allows what *any* of them allows (the union: each pass may apply its
-    rule, so the pipeline's outputs may show any of them — a composition of two rules on one
-    element is not covered); else exact.
+    changes-results if any pass expects a change; else, if any pass has a tolerance, one
+    tolerance whose bound is the sum of theirs (each pass may add its error to the previous
+    one's), in the coarsest of their units, that also allows what any refinement allows;
+    else, if any pass is a refinement, a refinement that allows what *any* of them allows (the
+    union: each pass may apply its rule, so the pipeline's outputs may show any of them — a
+    composition of two rules on one element is not covered); else exact. So exact ∘ X = X,
+    refinement ∘ refinement = their union, tolerance ∘ refinement = tolerance allowing both.
     """
     unique: list[Contract] = []
     for contract in map(contract_of, contracts):
@@ -151,15 +206,28 @@ def weakest(contracts: Iterable[Contract | str]) -> Contract:
     if any(c.expects_change for c in unique):
         return CHANGES_RESULTS
     refinements = [c for c in unique if isinstance(c, Refinement)]
-    if not refinements:
-        return EXACT
-    if len(refinements) == 1:
-        return refinements[0]
-    predicates = [r.predicate for r in refinements]
+    refinements += [c.also for c in unique if isinstance(c, Tolerance) and c.also is not None]
+    refinement = _union(refinements)
+    tolerances = [c for c in unique if isinstance(c, Tolerance)]
+    if tolerances:
+        if len(tolerances) == 1 and tolerances[0].also is refinement:
+            return tolerances[0]
+        unit = max((t.unit for t in tolerances), key=lambda u: float(ml_dtypes.finfo(u).eps))
+        return Tolerance(" + ".join(t.rule for t in tolerances), sum(t.ulps for t in tolerances),
+                         unit, " then ".join(t.description for t in tolerances), also=refinement)
+    return refinement if refinement is not None else EXACT
+
+
+def _union(refinements: list[Refinement]) -> Refinement | None:
+    """One refinement allowing what any of ``refinements`` allows (None for none)."""
+    unique = list(dict.fromkeys(refinements))
+    if len(unique) <= 1:
+        return unique[0] if unique else None
+    predicates = [r.predicate for r in unique]
 
     def any_rule(source: np.ndarray, target: np.ndarray) -> np.ndarray:
         masks = [np.asarray(p(source, target), dtype=bool) for p in predicates]
         return np.logical_or.reduce(masks)
 
-    return Refinement(" | ".join(r.rule for r in refinements), any_rule,
-                      " or ".join(r.description for r in refinements))
+    return Refinement(" | ".join(r.rule for r in unique), any_rule,
+                      " or ".join(r.description for r in unique))

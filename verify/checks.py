@@ -142,8 +142,12 @@ def signature_problem(source: HloModule, target: HloModule) -> str | None:
     for i, (s, t) in enumerate(zip(s_params, t_params)):
         if not s.compatible(t):
             return f"parameter {i} is {t} in the target but {s} in the source"
+    # The outputs compared are the flattened leaves (out{j}): a result nested differently with
+    # the same leaves in the same order (FlattenEntryTuple) has the source's signature.
     s_root, t_root = source.entry.root.shape, target.entry.root.shape
-    if not s_root.compatible(t_root):
+    s_leaves, t_leaves = list(s_root.leaves()), list(t_root.leaves())
+    if len(s_leaves) != len(t_leaves) or not all(s.compatible(t)
+                                                 for s, t in zip(s_leaves, t_leaves)):
         return f"the target returns {t_root} but the source returns {s_root}"
     return None
 

@@ -77,7 +77,7 @@ def test_contract_of_accepts_contracts_and_the_old_strings():
     assert contract_of("changes-results") is CHANGES_RESULTS
     assert str(CHANGES_RESULTS) == "changes-results"
     with pytest.raises(ValueError, match="unknown contract 'bitwise'; contracts are exact, "
-                                         "refinement, changes-results"):
+                                         "refinement, tolerance, changes-results"):
         contract_of("bitwise")
 
 
