@@ -21,6 +21,8 @@ import dataclasses
 import enum
 from typing import Any, ClassVar, Mapping, Sequence
 
+import numpy as np
+
 from neuron_sim.errors import UserError
 from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
 from neuron_sim.topology import Topology
@@ -47,6 +49,21 @@ class PassError(UserError):
 
 class UnknownPassError(UserError):
     """A pass name that is neither a registry key nor a pass class name."""
+
+
+@dataclasses.dataclass
+class SourceBinding:
+    """How the verifier compares a rewrite that removed inputs or nondeterminism of the source.
+
+    ``source`` and ``target`` (the same entry parameters) are run with the parameters ``fixed``
+    (number -> value) held at those values on every device; ``problem``, if not None, says why
+    the rewrite is wrong whatever the runs show (e.g. a planted value the source cannot produce).
+    """
+
+    source: HloModule
+    target: HloModule
+    fixed: Mapping[int, np.ndarray]
+    problem: str | None = None
 
 
 class HloPass:
@@ -77,6 +94,7 @@ class HloPass:
                     f"pass {self.label} declares no option {unknown!r} (its options: "
                     f"{', '.join(sorted(declared)) or 'none'})")
         self.rewrites: list[str] = []
+        self.warnings: list[str] = []              # one line each; `opt` prints them on stderr
         self.given_topology = topology
         self.given_options: dict[str, Any] = dict(options)
         self.context = PassContext(topology)
@@ -131,6 +149,12 @@ class HloPass:
         if name not in self._option_values:
             raise KeyError(f"pass {self.label} declares no option {name!r}")
         return self._option_values[name]
+
+    def source_binding(self, source: HloModule, target: HloModule) -> SourceBinding | None:
+        """After the run that made ``target`` from ``source``: what the verifier must hold fixed
+        to compare them (InlineWeights: the weights, fed to the source's parameters). None, the
+        default: compare them as they are."""
+        return None
 
     def leaf_passes(self) -> list[HloPass]:
         """The passes that actually run: this one (a pipeline lists its passes')."""

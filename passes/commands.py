@@ -106,6 +106,8 @@ def _opt(args: argparse.Namespace) -> int:
     for line in explanations:
         print(line, file=sys.stderr)
     for hlo_pass, pass_changed in pipeline.results:
+        for line in hlo_pass.warnings:
+            print(f"{hlo_pass.name}: warning: {line}", file=sys.stderr)
         if not pass_changed:
             print(f"{hlo_pass.name}: no change", file=sys.stderr)
         for line in hlo_pass.rewrites:

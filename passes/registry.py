@@ -15,6 +15,9 @@ from typing import Any, Callable, TypeVar
 from neuron_sim.errors import UserError
 from passes.base import HloPass, UnknownPassError
 from passes.neuron.delete_permute import DeletePermute, DeletePermuteGuarded
+from passes.neuron.dynamic_slice_transpose import DynamicSliceTranspose
+from passes.neuron.partition_embeding_ops import PartitionEmbedingOps
+from passes.neuron.replace_minimum_constant import ReplaceMinimumConstant
 from passes.neuron.device_assignment_legalization import DeviceAssignmentLegalization
 from passes.neuron.inline_weights import InlineWeights
 from passes.neuron.replace_rng import ReplaceRng
@@ -34,6 +37,9 @@ BUILTIN_PASSES: tuple[type[HloPass], ...] = (
     DeviceAssignmentLegalization,
     InlineWeights,
     ReplaceRng,
+    DynamicSliceTranspose,
+    ReplaceMinimumConstant,
+    PartitionEmbedingOps,
     DeadCodeElimination,
 )
 

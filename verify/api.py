@@ -19,7 +19,8 @@ from neuron_sim.topology import Topology
 from passes import (Contract, HloPass, PassContext, PassPipeline, contract_of, get_pass,
                     resolve_pass_options, weakest)
 from passes.registry import parse_pass_list
-from verify.checks import CHECKS, PASS_FAILED, TARGET_MALFORMED, Check, path_to, verify_topology
+from verify.checks import (CHECKS, PASS_FAILED, TARGET_MALFORMED, UNSUPPORTED, VALUE_MISMATCH,
+                           Check, path_to, verify_topology)
 from verify.execution import DEFAULT_TIMEOUT, Runner, default_runner
 from verify.inputs import DEFAULT_TRIALS
 from verify.minimize import PairVerifier, minimize_case
@@ -105,6 +106,7 @@ def check_pass(module: HloModule, passes: Any, topologies: Topologies = None, *,
     _require_memory(module, topologies, max_memory, name)
     runner = runner or default_runner(backend, max_memory)
     verdicts: list[TopologyVerdict] = []
+    bound = False  # some pass held source values fixed (SourceBinding): no minimizing
     for topology in topologies:
         context = PassContext(topology=topology, options=options)
         try:
@@ -118,16 +120,18 @@ def check_pass(module: HloModule, passes: Any, topologies: Topologies = None, *,
             where = "" if len(topologies) == 1 else f" on topology {topology}"
             verdict.notes.append(f"the passes made no change{where}: the target is the source")
         else:
-            verdict = verify_topology(module, target, topology, trials=trials, seed=seed,
-                                      inputs=inputs, contract=contract, runner=runner,
-                                      timeout=timeout, checks=checks)
+            verdict = _verify_bound(module, target, hlo_passes, topology, trials=trials,
+                                    seed=seed, inputs=inputs, contract=contract, runner=runner,
+                                    timeout=timeout, checks=checks)
             verdict.changed, verdict.rewrites = True, rewrites
+            bound = bound or verdict.target is not target
+            verdict.target = target
         verdicts.append(verdict)
     result = _summary(name or module.name, module, module, topologies, verdicts, contract,
                       trials=trials if inputs is None or not any(v.changed for v in verdicts)
                       else 1, seed=seed, timeout=timeout)
     result.passes = [p.name for p in hlo_passes]
-    if result.status is Status.UNSOUND and minimize and inputs is None:
+    if result.status is Status.UNSOUND and minimize and inputs is None and not bound:
         def rewrite(source: HloModule, topology: Topology) -> HloModule | None:
             try:
                 target, changed, _ = apply_passes(source, hlo_passes,
@@ -139,6 +143,38 @@ def check_pass(module: HloModule, passes: Any, topologies: Topologies = None, *,
         result.minimized = minimize_case(result, _pair_verifier(result, runner, checks),
                                          rewrite=rewrite)
     return result
+
+
+def _verify_bound(source: HloModule, target: HloModule, hlo_passes: Sequence[HloPass],
+                  topology: Topology, *, runner: Runner, **settings: Any) -> TopologyVerdict:
+    """``verify_topology`` of the rewrite, through the ``SourceBinding`` of the one pass that
+    declares one (the compared pair, and the parameters held fixed on every device), if any.
+    The verdict's target is the compared one (``check_pass`` puts the rewrite back)."""
+    try:
+        bindings = [b for b in (p.source_binding(source, target) for leaf in hlo_passes
+                                for p in leaf.leaf_passes()) if b is not None]
+        if len(bindings) > 1:
+            raise ValueError("more than one pass holds source values fixed; verify them one "
+                             "at a time")
+    except ValueError as exc:
+        return TopologyVerdict(topology, target=target).fail(
+            Status.ERROR, UNSUPPORTED, f"the rewrite cannot be compared on topology {topology}: "
+                                       f"{exc}")
+    if not bindings:
+        return verify_topology(source, target, topology, runner=runner, **settings)
+    binding = bindings[0]
+    if binding.problem is not None:
+        return TopologyVerdict(topology, target=binding.target).fail(
+            Status.UNSOUND, VALUE_MISMATCH, f"on topology {topology}: {binding.problem}")
+
+    def fixed_runner(module: HloModule, values: list, where: Topology, seed: int) -> list:
+        values = list(values)
+        for number, value in binding.fixed.items():
+            values[number] = value
+        return runner(module, values, where, seed)
+
+    return verify_topology(binding.source, binding.target, topology, runner=fixed_runner,
+                           **settings)
 
 
 def _require_memory(source: HloModule, topologies: list[Topology], max_memory: int | None,
