@@ -125,6 +125,76 @@ def per_device(devices: int, repeat: int):
     return timed(module, [x], repeat)
 
 
+ARGMAX = """HloModule argmax_bench
+
+argmax_comparator {{
+  a = f32[] parameter(0)
+  ai = s32[] parameter(1)
+  b = f32[] parameter(2)
+  bi = s32[] parameter(3)
+  gt = pred[] compare(a, b), direction=GT
+  ne = pred[] compare(a, a), direction=NE
+  pick = pred[] or(gt, ne)
+  value = f32[] select(pick, a, b)
+  eq = pred[] compare(a, b), direction=EQ
+  lt = pred[] compare(ai, bi), direction=LT
+  tie = pred[] and(eq, lt)
+  keep = pred[] or(pick, tie)
+  index = s32[] select(keep, ai, bi)
+  ROOT pair = (f32[], s32[]) tuple(value, index)
+}}
+
+ENTRY main {{
+  x = f32[256,1024] parameter(0)
+  v = f32[{shape}] reshape(x)
+  i = s32[{shape}] iota(), iota_dimension={dim}
+  low = f32[] constant(-inf)
+  zero = s32[] constant(0)
+  r = (f32[{out}], s32[{out}]) reduce(v, i, low, zero), dimensions={{{dim}}}, to_apply=argmax_comparator
+  ROOT arg = s32[{out}] get-tuple-element(r), index=1
+}}
+"""
+
+
+def _best(fn, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def argmax_ratios(repeat: int) -> dict[str, float]:
+    """Time / numpy.argmax time of argmax over f32[256,1024] (JAX's comparator; many ties, no
+    NaN: numpy.argmax returns at the first NaN without reading the rest), per axis and
+    flattened: ``module_*`` runs the whole module (the iota, the input copy and the reduce),
+    ``reduce_*`` only the reduce's fold; the goal is <= 10."""
+    from interpreter.ops.reduce import fold_arg_reduce
+    from neuron_sim.hlo.arg_reducers import ArgReducer
+
+    rng = np.random.default_rng(0)
+    x = (rng.integers(-8, 8, size=(256, 1024)) / 2).astype(np.float32)
+    cases = {"axis0": ("256,1024", 0, "1024", 0), "axis1": ("256,1024", 1, "256", 1),
+             "flattened": ("262144", 0, "", None)}
+    ratios = {}
+    for label, (shape, dim, out, axis) in cases.items():
+        module = parse_module(ARGMAX.format(shape=shape, dim=dim, out=out))
+        numpy_time = _best(lambda: np.argmax(x, axis=axis), repeat * 10)
+        ratios[f"module_{label}"] = timed(module, [x], repeat)[0] / numpy_time
+        values = x.reshape(1, *map(int, shape.split(",")))
+        where = [1] * values.ndim
+        where[1 + dim] = -1
+        indices = np.broadcast_to(np.arange(values.shape[1 + dim], dtype=np.int32)
+                                  .reshape(where), values.shape)
+        low = np.full([1] * (values.ndim - 1), -np.inf, np.float32)
+        zero = np.zeros_like(low, dtype=np.int32)
+        ratios[f"reduce_{label}"] = _best(lambda: fold_arg_reduce(
+            values, indices, low, zero, ArgReducer("max", True), axis=1 + dim,
+            increasing=True), repeat * 10) / numpy_time
+    return ratios
+
+
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
 
 
@@ -198,6 +268,8 @@ def main(argv=None) -> int:
         "per_device_512_devices_s": dense_time,
         "per_device_device_instructions_per_s_512": dense.device_instructions / dense_time,
     }
+    report["argmax_over_numpy"] = argmax_ratios(args.repeat)
+    report["argmax_over_numpy_target"] = 10.0
     largest = largest_corpus_file()
     report["reading"] = [reading(largest.read_text(), str(largest.relative_to(DATA.parent.parent))),
                          reading(generated_text(args.text_mb), f"generated {args.text_mb:g} MB")]
@@ -213,6 +285,8 @@ def main(argv=None) -> int:
         print(f"per-device module (f32[256] elementwise chain): {dense_time * 1e3:.1f} ms on 512 "
               f"devices, {report['per_device_device_instructions_per_s_512']:,.0f} "
               "device-instructions/s")
+        print("argmax of f32[256,1024] / numpy.argmax: " + ", ".join(
+            f"{k} {v:.1f}x" for k, v in report["argmax_over_numpy"].items()) + " (target <= 10)")
         for row in report["reading"]:
             print(f"parse + check {row['file']}: {row['mb']:.2f} MB in {row['seconds']:.2f} s, "
                   f"{row['mb_per_s']:.2f} MB/s, peak {row['peak_mb_per_input_mb']:.1f} MB per MB "

@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from neuron_sim.hlo import HloComputation, Opcode
+from neuron_sim.hlo.arg_reducers import ArgReducer, recognise_arg_reducer
 
 from interpreter.errors import InterpreterError
 from interpreter.ops.elementwise import (_int_work_dtype, _wrap_int, element_type_of,
@@ -73,6 +74,9 @@ def fold_last_axis(xs: Sequence[np.ndarray], inits: Sequence[np.ndarray],
         fast = _fold_binary(xs[0], inits[0], opcode)
         if fast is not None:
             return [fast]
+    arg_reducer = recognise_arg_reducer(computation) if len(xs) == 2 else None
+    if arg_reducer is not None:
+        return list(fold_arg_reduce(xs[0], xs[1], inits[0], inits[1], arg_reducer))
     combine = ctx.elementwise(computation)
     accs = [np.array(i, copy=True) for i in inits]
     for k in range(xs[0].shape[-1]):
@@ -106,6 +110,66 @@ def _fold_binary(x: np.ndarray, init: np.ndarray, opcode: Opcode) -> np.ndarray 
     return None
 
 
+def fold_arg_reduce(values: np.ndarray, indices: np.ndarray, init_value: np.ndarray,
+                    init_index: np.ndarray, reducer: ArgReducer, *, axis: int = -1,
+                    increasing: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The left fold of an argmax / argmin comparator (``neuron_sim.hlo.arg_reducers``) along
+    ``axis``, computed with whole-array numpy operations and bit-identical to folding one element
+    at a time from the init (``init_*`` shaped as the result): the first NaN in fold order wins
+    (value and index); otherwise the value is the last element equal to the extreme (its bits:
+    the sign of a zero) and the index the smallest index among the elements, the init included,
+    equal to it. ``increasing`` says the indices increase along ``axis`` (an iota), so that
+    the first equal element holds the smallest index."""
+    axis = axis % values.ndim
+    size = values.shape[axis]
+    init_value = np.asarray(init_value, values.dtype)
+    init_index = np.asarray(init_index, indices.dtype)
+    if not size:
+        shape = values.shape[:axis] + values.shape[axis + 1:]
+        return (np.array(np.broadcast_to(init_value, shape)),
+                np.array(np.broadcast_to(init_index, shape)))
+    largest = reducer.direction == "max"
+    with np.errstate(invalid="ignore"):
+        extreme = (np.max if largest else np.min)(values, axis=axis)
+        extreme = (np.maximum if largest else np.minimum)(extreme, init_value)
+        equal = values == np.expand_dims(extreme, axis)
+        init_equal = init_value == extreme
+
+    def at(array: np.ndarray, position: np.ndarray) -> np.ndarray:
+        return np.take_along_axis(array, np.expand_dims(position, axis), axis).squeeze(axis)
+
+    if increasing:
+        first_equal = np.argmax(equal, axis=axis)
+        index = np.where(at(equal, first_equal), at(indices, first_equal),
+                         np.iinfo(indices.dtype).max)
+    else:
+        index = np.where(equal, indices, np.iinfo(indices.dtype).max).min(axis=axis)
+    index = np.where(init_equal, np.minimum(index, init_index), index)
+    value = extreme.astype(values.dtype, copy=True)
+    if reducer.nan_first and (extreme == 0).any():
+        last = size - 1 - np.argmax(np.flip(equal, axis), axis=axis)
+        value = np.where(at(equal, last) & (extreme == 0), at(values, last), value)
+    if reducer.nan_first:
+        init_nan = np.isnan(init_value)
+        row_nan = np.isnan(extreme) & ~init_nan
+        if row_nan.any():
+            first = np.argmax(np.isnan(values), axis=axis)
+            value = np.where(row_nan, at(values, first), value)
+            index = np.where(row_nan, at(indices, first), index)
+        value = np.where(init_nan, init_value, value)
+        index = np.where(init_nan, init_index, index)
+    return value, index
+
+
+def _increasing_along(inst, dim: int) -> bool:
+    """Whether ``inst``'s values increase along ``dim``: an iota on ``dim``, or a broadcast of a
+    1-D iota to ``dim``."""
+    if inst.opcode is Opcode.BROADCAST and tuple(inst.dimensions) == (dim,) \
+            and inst.operand(0).opcode is Opcode.IOTA:
+        return True
+    return inst.opcode is Opcode.IOTA and int(inst.get("iota_dimension", -1)) == dim
+
+
 def _tree_fold(x: np.ndarray, fn: Callable) -> np.ndarray:
     """Reduce the last axis pairwise (only for ops where order cannot change the result)."""
     while x.shape[-1] > 1:
@@ -126,6 +190,12 @@ def reduce(ctx, *arrays):
     inits = arrays[count:]
     dims = sorted(ctx.inst.dimensions)
     rank = xs[0].ndim - 1
+    reducer = recognise_arg_reducer(ctx.attr("to_apply")) if count == 2 else None
+    if reducer is not None and len(dims) == 1:
+        (dim,) = dims
+        return list(fold_arg_reduce(
+            xs[0], xs[1], inits[0].reshape(inits[0].shape[0], *([1] * (rank - 1))),
+            inits[1].reshape(inits[1].shape[0], *([1] * (rank - 1))), reducer, axis=1 + dim, increasing=_increasing_along(ctx.inst.operand(1), dim)))
     kept = [d for d in range(rank) if d not in dims]
     kept_sizes = [xs[0].shape[1 + d] for d in kept]
     reduced = int(np.prod([xs[0].shape[1 + d] for d in dims], dtype=np.int64))
