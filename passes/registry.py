@@ -15,11 +15,23 @@ from typing import Any, Callable, TypeVar
 from neuron_sim.errors import UserError
 from passes.base import HloPass, UnknownPassError
 from passes.neuron.delete_permute import DeletePermute, DeletePermuteGuarded
+from passes.neuron.flatten_entry_tuple import FlattenEntryTuple
+from passes.neuron.inject_numerical_errors import InjectNumericalErrors
+from passes.neuron.peel_optimization_barriers import PeelOptimizationBarriers
+from passes.neuron.rewrite_module_dtype import RewriteModuleDtype
+from passes.neuron.strip_trivial_collectives import StripTrivialCollectives
+from passes.neuron.constant_slice_clamp_simplifier import ConstantSliceClampSimplifier
+from passes.neuron.constant_slice_convert_canonicalizer import ConstantSliceConvertCanonicalizer
+from passes.neuron.default_metadata import DefaultMetadata
+from passes.neuron.dynamic_slice_reshape_canonicalizer import DynamicSliceReshapeCanonicalizer
+from passes.neuron.eliminate_redundant_compare import EliminateRedundantCompare
+from passes.neuron.metadata_naming import MetadataNaming
+from passes.neuron.resolve_self_comparison import ResolveSelfComparison
+from passes.neuron.device_assignment_legalization import DeviceAssignmentLegalization
 from passes.neuron.dynamic_slice_transpose import DynamicSliceTranspose
+from passes.neuron.inline_weights import InlineWeights
 from passes.neuron.partition_embeding_ops import PartitionEmbedingOps
 from passes.neuron.replace_minimum_constant import ReplaceMinimumConstant
-from passes.neuron.device_assignment_legalization import DeviceAssignmentLegalization
-from passes.neuron.inline_weights import InlineWeights
 from passes.neuron.replace_rng import ReplaceRng
 from passes.neuron.rewrite_all_reduce_dynamic_slice import RewriteAllReduceDynamicSlice
 from passes.neuron.rewrite_all_reduce_dynamic_slice_multiple_groups import (
@@ -27,6 +39,7 @@ from passes.neuron.rewrite_all_reduce_dynamic_slice_multiple_groups import (
 from passes.neuron.rewrite_all_reduce_dynamic_slice_proven import (
     RewriteAllReduceDynamicSliceProven)
 from passes.xla.dce import DeadCodeElimination
+from passes.xla.reduce_scatter_creator import ReduceScatterCreator
 
 BUILTIN_PASSES: tuple[type[HloPass], ...] = (
     RewriteAllReduceDynamicSlice,
@@ -34,13 +47,26 @@ BUILTIN_PASSES: tuple[type[HloPass], ...] = (
     RewriteAllReduceDynamicSliceProven,
     DeletePermute,
     DeletePermuteGuarded,
+    FlattenEntryTuple,
+    PeelOptimizationBarriers,
+    StripTrivialCollectives,
+    RewriteModuleDtype,
+    InjectNumericalErrors,
     DeviceAssignmentLegalization,
     InlineWeights,
     ReplaceRng,
     DynamicSliceTranspose,
     ReplaceMinimumConstant,
     PartitionEmbedingOps,
+    ResolveSelfComparison,
+    ConstantSliceClampSimplifier,
+    ConstantSliceConvertCanonicalizer,
+    DynamicSliceReshapeCanonicalizer,
+    EliminateRedundantCompare,
+    MetadataNaming,
+    DefaultMetadata,
     DeadCodeElimination,
+    ReduceScatterCreator,
 )
 
 _REGISTERED: dict[str, type[HloPass]] = {cls.name: cls for cls in BUILTIN_PASSES}
