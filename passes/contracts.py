@@ -8,7 +8,8 @@ boolean mask. Three kinds (ARCHITECTURE.md, Passes):
   ``-0`` differs from ``+0``). The default.
 * ``Refinement(rule, predicate, description)`` — exact, or where ``predicate(source, target)``
   holds: the target's behaviours are a subset of what the source allows. ``INFINITY_TO_FINITE``
-  is ReplaceMinimumConstant's (an infinity may become the same-signed largest finite value);
+  is ReplaceMinimumConstant's (an infinity may become a finite value of its sign, a NaN
+  anything: see ``infinity_to_finite``);
   ReplaceRng's would be "every target value is one the rng could have produced".
 * ``CHANGES_RESULTS`` — compared exactly, but a difference is *expected*: the pass is a
   positive control for the verifier (InjectNumericalErrors).
@@ -101,17 +102,26 @@ class Refinement(Contract):
 
 
 def infinity_to_finite(source: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """Elementwise: the source is an infinity and the target the same-signed largest finite
-    value of the dtype (real floats only)."""
+    """Elementwise, for real floats of one dtype: the source is -inf and the target a finite
+    negative value, or +inf and a finite positive value, or the source is NaN (any target).
+
+    What replacing a -inf sentinel by the lowest finite value can do downstream: the sentinel
+    itself becomes ``finfo.min``, arithmetic on it gives other finite values of the same sign
+    (``lowest * 0.5``, ``-lowest == finfo.max``), and an operation whose source value is NaN
+    only because of the infinity (``-inf - -inf``) becomes finite (``lowest - lowest == 0``).
+    Elementwise, provenance is not visible: any infinity and any NaN of the source is covered,
+    not only those the sentinel produced. A *finite* source value that changes (``1 / (x -
+    -inf) == 0`` against a nonzero denormal) is not allowed."""
     source = np.asarray(source)
     target = np.asarray(target)
     if not is_float(source) or source.dtype.kind == "c" or source.dtype != target.dtype:
         return np.zeros(np.broadcast_shapes(source.shape, target.shape), dtype=bool)
-    finfo = ml_dtypes.finfo(source.dtype)
     wide_s = source.astype(np.float64)
     wide_t = target.astype(np.float64)
-    return (((wide_s == -np.inf) & (wide_t == float(finfo.min)))
-            | ((wide_s == np.inf) & (wide_t == float(finfo.max))))
+    finite_t = np.isfinite(wide_t)
+    return (((wide_s == -np.inf) & finite_t & (wide_t < 0))
+            | ((wide_s == np.inf) & finite_t & (wide_t > 0))
+            | np.isnan(wide_s))
 
 
 class Tolerance(Contract):
@@ -165,8 +175,9 @@ EXACT: Contract = Exact()
 CHANGES_RESULTS: Contract = ChangesResults()
 INFINITY_TO_FINITE = Refinement(
     "infinity-to-finite", infinity_to_finite,
-    "an infinity may become the same-signed largest finite value (ReplaceMinimumConstant's "
-    "-inf -> lowest)")
+    "where the source is -inf / +inf the target may be a finite negative / positive value, and "
+    "where the source is NaN any value (ReplaceMinimumConstant's -inf -> lowest, and what "
+    "arithmetic on it gives)")
 
 BF16_HALF_ULP = Tolerance(
     "bf16 rounding", 0.5, ml_dtypes.bfloat16,
