@@ -21,19 +21,28 @@ import sys
 
 from neuron_sim.commands import (EXIT_OK, add_command, add_json_argument,
                                  module_and_topology, print_json)
+from neuron_sim.errors import UserError
 from neuron_sim.hlo import HloModule
 from neuron_sim.outputs import atomic_write_text, check_output_file
 from passes.base import HloPass, resolve_pass_options
 from passes.context import PassContext
 from passes.options import parse_pass_option_args
+from passes.pipelines import PIPELINES, named_pipeline, pipeline_entries
 from passes.pipeline import PassPipeline
 from passes.registry import list_passes, parse_pass_list
 
 
 def add_pass_arguments(parser: argparse.ArgumentParser, *, required: bool) -> None:
-    """``--passes a,b`` and the repeatable ``--pass-option NAME=VALUE``."""
-    parser.add_argument("--passes", required=required, metavar="a,b",
-                        help="registry keys or class names; see `neuron-sim passes`")
+    """``--passes a,b`` or ``--pipeline NAME`` (with repeatable ``--skip KEY``), and the
+    repeatable ``--pass-option NAME=VALUE``; ``required``: one of the two must be given."""
+    which = parser.add_mutually_exclusive_group(required=required)
+    which.add_argument("--passes", metavar="a,b",
+                       help="registry keys or class names; see `neuron-sim passes`")
+    which.add_argument("--pipeline", metavar="NAME", choices=sorted(PIPELINES),
+                       help="a named pipeline, its passes in order (" + ", ".join(PIPELINES)
+                            + "); see `neuron-sim passes --pipeline NAME`")
+    parser.add_argument("--skip", action="append", default=[], metavar="KEY",
+                        help="with --pipeline: leave this pass out (repeatable)")
     parser.add_argument("--pass-option", action="append", default=[], metavar="NAME=VALUE",
                         help="an option of the passes (repeatable): NAME for every pass that "
                              "declares it, or KEY.NAME for one pass; see docs/passes.md")
@@ -42,7 +51,10 @@ def add_pass_arguments(parser: argparse.ArgumentParser, *, required: bool) -> No
 def passes_from_args(args: argparse.Namespace) -> tuple[list[HloPass], dict[str, str]]:
     """The passes of ``--passes`` and the options of ``--pass-option``, checked against what
     the passes declare (an unknown option or a bad value is a user error, exit 2)."""
-    hlo_passes = parse_pass_list(args.passes)
+    if args.skip and not args.pipeline:
+        raise UserError("--skip needs --pipeline (it leaves a pass of the pipeline out)")
+    hlo_passes = (named_pipeline(args.pipeline, args.skip) if args.pipeline
+                  else parse_pass_list(args.passes))
     options = parse_pass_option_args(args.pass_option)
     resolve_pass_options(hlo_passes, options)
     return hlo_passes, options
@@ -119,15 +131,34 @@ def _opt(args: argparse.Namespace) -> int:
 
 def _passes(args: argparse.Namespace) -> int:
     infos = list_passes()
+    if args.pipeline:
+        by_key = {info.key: info for info in infos}
+        entries = pipeline_entries(args.pipeline)
+        if args.json:
+            print_json([{"number": number, "key": key, "registered": key in by_key,
+                         **(by_key[key].to_json() if key in by_key else {})}
+                        for number, key in entries])
+            return EXIT_OK
+        header = ("#", "key", "class", "seed status", "contract")
+        rows = [(f"#{number}", key) + ((by_key[key].class_name, by_key[key].seed_status,
+                                        by_key[key].contract) if key in by_key
+                                       else ("(not registered)", "", ""))
+                for number, key in entries]
+        _print_table(header, rows)
+        return EXIT_OK
     if args.json:
         print_json([info.to_json() for info in infos])
         return EXIT_OK
     header = ("key", "class", "seed status", "contract")
     rows = [(info.key, info.class_name, info.seed_status, info.contract) for info in infos]
+    _print_table(header, rows)
+    return EXIT_OK
+
+
+def _print_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
-    return EXIT_OK
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -151,4 +182,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="List every registered pass with its registry key, class, how faithfully "
                     "it follows its seed (faithful / our reading / inferred) and its "
                     "verification contract (exact / refinement / changes-results).")
+    listing.add_argument("--pipeline", metavar="NAME", choices=sorted(PIPELINES),
+                         help="list this named pipeline's passes in order, with their #NN")
     add_json_argument(listing, help="machine-readable list (adds seed section and summary)")

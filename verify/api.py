@@ -87,7 +87,8 @@ def check_pass(module: HloModule, passes: Any, topologies: Topologies = None, *,
                backend: str = "local", runner: Runner | None = None, minimize: bool = True,
                name: str | None = None, timeout: float | None = DEFAULT_TIMEOUT,
                max_memory: int | None = None, pass_options: Mapping[str, str] | None = None,
-               checks: Sequence[Check] = CHECKS) -> VerificationResult:
+               checks: Sequence[Check] = CHECKS,
+               name_breaking_pass: bool = False) -> VerificationResult:
     """Run ``passes`` on a copy of ``module`` for each topology and check each rewrite.
 
     ``passes``: ``"a,b"``, a list of registry keys / class names / HloPass objects, or a
@@ -96,7 +97,9 @@ def check_pass(module: HloModule, passes: Any, topologies: Topologies = None, *,
     runs). The comparison follows the passes' weakest contract. An UNSOUND result is minimized by
     shrinking the *source* and re-running the passes on it, so the reported pair is one the
     passes really produce. ``timeout`` and ``max_memory`` mean what they mean for
-    ``check_modules``.
+    ``check_modules``. With ``name_breaking_pass``, an UNSOUND result of several passes also
+    names the first pass whose prefix of the list breaks that prefix's composed contract
+    (``breaking_pass``; a note and ``result.breaking_pass``).
     """
     hlo_passes = pass_list(passes)
     options = dict(pass_options or {})
@@ -131,6 +134,16 @@ def check_pass(module: HloModule, passes: Any, topologies: Topologies = None, *,
                       trials=trials if inputs is None or not any(v.changed for v in verdicts)
                       else 1, seed=seed, timeout=timeout)
     result.passes = [p.name for p in hlo_passes]
+    if name_breaking_pass and result.status is Status.UNSOUND and len(hlo_passes) > 1:
+        topology = next(v.topology for v in verdicts if v.status is Status.UNSOUND)
+        index = breaking_pass(module, hlo_passes, topology, options, trials=trials, seed=seed,
+                              inputs=inputs, runner=runner, timeout=timeout, checks=checks)
+        result.breaking_pass = hlo_passes[index].name if index is not None else None
+        if index is not None:
+            result.notes.append(
+                f"the first pass that breaks the composed contract is {hlo_passes[index].name} "
+                f"(pass {index + 1} of {len(hlo_passes)}: the passes before it verify under "
+                f"their contract on topology {topology}, with it they do not)")
     if result.status is Status.UNSOUND and minimize and inputs is None and not bound:
         def rewrite(source: HloModule, topology: Topology) -> HloModule | None:
             try:
@@ -175,6 +188,25 @@ def _verify_bound(source: HloModule, target: HloModule, hlo_passes: Sequence[Hlo
 
     return verify_topology(binding.source, binding.target, topology, runner=fixed_runner,
                            **settings)
+
+
+def breaking_pass(module: HloModule, hlo_passes: Sequence[HloPass], topology: Topology,
+                  options: Mapping[str, str], **settings: Any) -> int | None:
+    """The index of the first pass such that the passes up to it, verified on ``topology``
+    under their composed contract, are UNSOUND (None if no prefix is). Only prefixes ending at
+    a pass that changed the module are verified (the others repeat the previous verdict).
+    ``settings``: ``check_pass``'s trials, seed, inputs, runner, timeout, checks."""
+    pipeline = PassPipeline(list(hlo_passes), name="prefixes")
+    pipeline.run(module.clone(), PassContext(topology=topology, options=options))
+    for index, (_, changed) in enumerate(pipeline.results):
+        if not changed:
+            continue
+        prefix = [type(p)(**p.given_options) for p in hlo_passes[:index + 1]]
+        verdict = check_pass(module, prefix, [topology], minimize=False, pass_options=options,
+                             **settings)
+        if verdict.status is Status.UNSOUND:
+            return index
+    return None
 
 
 def _require_memory(source: HloModule, topologies: list[Topology], max_memory: int | None,

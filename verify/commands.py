@@ -46,11 +46,12 @@ def _verify(args: argparse.Namespace) -> int:
     before = load_module(args.modules[0])
     if len(args.modules) > 2:
         raise UsageError("give one module and --passes, or two modules (BEFORE.hlo AFTER.hlo)")
-    if len(args.modules) == 2 and args.passes:
-        raise UsageError("give either --passes or a second module, not both")
-    if len(args.modules) == 1 and not args.passes:
-        raise UsageError("give --passes a,b to rewrite MODULE.hlo, or a second module AFTER.hlo "
-                         "to compare with")
+    rewriting = bool(args.passes or args.pipeline)
+    if len(args.modules) == 2 and rewriting:
+        raise UsageError("give either --passes / --pipeline or a second module, not both")
+    if len(args.modules) == 1 and not rewriting:
+        raise UsageError("give --passes a,b or --pipeline NAME to rewrite MODULE.hlo, or a "
+                         "second module AFTER.hlo to compare with")
     topologies = topologies_from_args(args, before)
     inputs = read_inputs(args.inputs) if args.inputs else None
     if inputs is not None:  # judged once here, so that the error names the file
@@ -62,10 +63,10 @@ def _verify(args: argparse.Namespace) -> int:
         options = dict(trials=args.trials, seed=args.seed, inputs=inputs, runner=runner,
                        max_memory=max_memory, minimize=not args.no_minimize, name=args.modules[0],
                        timeout=None if args.timeout == float("inf") else args.timeout)
-        if args.passes:
+        if rewriting:
             hlo_passes, pass_options = passes_from_args(args)
             result = check_pass(before, hlo_passes, topologies, pass_options=pass_options,
-                                **options)
+                                name_breaking_pass=True, **options)
         else:
             after = load_module(args.modules[1])
             result = check_modules(before, after, topologies, contract=args.contract, **options)

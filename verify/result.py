@@ -155,6 +155,7 @@ class VerificationResult:
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     passes: list[str] = field(default_factory=list)
+    breaking_pass: str | None = None  # the first pass whose prefix breaks its contract
     rewrites: list[str] = field(default_factory=list)
     changed: bool | None = None
     topology_results: list[TopologyVerdict] = field(default_factory=list)
