@@ -29,6 +29,8 @@ import interpreter.commands
 import neuron_sim.check_command
 import passes.commands
 import verify.commands
+import verify.schedule.commands
+import verify.sweep.commands
 import verify.symbolic.commands
 from neuron_sim import __version__
 from neuron_sim.commands import (EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError,
@@ -38,7 +40,8 @@ from neuron_sim.outputs import discard_pending_writes
 
 # The packages' subcommands, in help order.
 COMMAND_MODULES = (neuron_sim.check_command, interpreter.commands, passes.commands,
-                   verify.commands, verify.symbolic.commands)
+                   verify.commands, verify.symbolic.commands,
+                   verify.schedule.commands, verify.sweep.commands)
 
 # What MPI launchers put in each process's environment: the process count (MPICH and Intel
 # MPI's hydra, Open MPI, MVAPICH; MPI_LOCALNRANKS is hydra's count on this host) and the rank.
