@@ -1,0 +1,279 @@
+"""check-schedule against XLA's degenerate rules: every row of
+``tests/data/schedule/degenerate_rules.tsv`` (verdicts derived by hand, see its header) is one
+collective in one group mode on one topology, in the entry, a while body or a called
+computation; DeletePermute must be flagged exactly where the table says "unsafe", and the
+dynamic confirmation must find a witness exactly where deleting it changes an output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from neuron_sim.hlo.parser import parse_module
+from neuron_sim.topology import Topology
+from passes.registry import get_pass, parse_pass_list
+from verify.schedule.runner import VALUE_IDENTITY_NOTE, check_schedule, suggest_positions
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+TABLE = DATA / "schedule" / "degenerate_rules.tsv"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _rows() -> list[dict[str, str]]:
+    lines = [line for line in TABLE.read_text().splitlines() if not line.startswith("#")]
+    header = lines[0].split("\t")
+    return [dict(zip(header, line.split("\t"))) for line in lines[1:]]
+
+
+ROWS = _rows()
+
+
+def _lists(groups: list[list[int]]) -> str:
+    return "{" + ",".join("{" + ",".join(map(str, g)) + "}" for g in groups) + "}"
+
+
+def groups_text(op: str, mode: str, kind: str, replicas: int, partitions: int) -> str:
+    """The replica groups / source-target pairs of one table kind, written out."""
+    n = {"cross_replica": replicas, "cross_replica_and_partition": replicas,
+         "flattened": replicas * partitions, "cross_partition": partitions}[mode]
+    if kind == "empty":
+        return "{}"
+    if op == "all-reduce":
+        return {
+            "singleton": _lists([[i] for i in range(n)]),
+            "multi": _lists([[i, i + 1] for i in range(0, n, 2)]),
+            "iota_one_group": f"[1,{n}]<=[{n}]",
+            "iota_singletons": f"[{n},1]<=[{n}]",
+        }[kind]
+    return _lists({
+        "all_self": [[i, i] for i in range(n)],
+        "some_self": [[0, 0]],
+        "ring": [[i, (i + 1) % n] for i in range(n)],
+        "swap": [[0, 1], [1, 0]],
+    }[kind])
+
+
+def collective_line(row: dict[str, str], operand: str, replicas: int, partitions: int) -> str:
+    groups = groups_text(row["op"], row["mode"], row["kind"], replicas, partitions)
+    attributes = {"cross_replica": "", "cross_partition": ", channel_id=1",
+                  "cross_replica_and_partition": ", channel_id=1",
+                  "flattened": ", channel_id=1, use_global_device_ids=true"}[row["mode"]]
+    if row["op"] == "all-reduce":
+        return (f"f32[4] all-reduce({operand}){attributes}, replica_groups={groups}, "
+                f"to_apply={row['reducer']}")
+    return f"f32[4] collective-permute({operand}){attributes}, source_target_pairs={groups}"
+
+
+def module_text(row: dict[str, str]) -> str:
+    """One collective ``%coll`` placed as the row says, on a per-device parameter or on a
+    constant that every device holds."""
+    replicas, partitions = map(int, row["topology"].split("x"))
+    header = f"HloModule m, replica_count={replicas}, num_partitions={partitions}\n\n"
+    reducers = "".join(f"""{name} {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] {name}(a, b)
+}}
+
+""" for name in ("add", "maximum"))
+    reducers = reducers.replace("maximum {", "max {")
+    if row["operand"] == "param":
+        value = "  x = f32[4] parameter(0)\n"
+    else:
+        value = "  x = f32[4] constant({1.5, -2, 3, 0.25})\n"
+    placement = row["placement"]
+    if placement == "entry":
+        return header + reducers + f"""ENTRY e {{
+{value}  ROOT coll = {collective_line(row, 'x', replicas, partitions)}
+}}
+"""
+    if placement == "call":
+        return header + reducers + f"""callee {{
+  p = f32[4] parameter(0)
+  ROOT coll = {collective_line(row, 'p', replicas, partitions)}
+}}
+
+ENTRY e {{
+{value}  ROOT c = f32[4] call(x), to_apply=callee
+}}
+"""
+    return header + reducers + f"""body {{
+  t = (s32[], f32[4]) parameter(0)
+  i = s32[] get-tuple-element(t), index=0
+  v = f32[4] get-tuple-element(t), index=1
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  coll = {collective_line(row, 'v', replicas, partitions)}
+  ROOT r = (s32[], f32[4]) tuple(j, coll)
+}}
+
+cond {{
+  t = (s32[], f32[4]) parameter(0)
+  i = s32[] get-tuple-element(t), index=0
+  one = s32[] constant(1)
+  ROOT lt = pred[] compare(i, one), direction=LT
+}}
+
+ENTRY e {{
+{value}  zero = s32[] constant(0)
+  t0 = (s32[], f32[4]) tuple(zero, x)
+  w = (s32[], f32[4]) while(t0), condition=cond, body=body
+  ROOT out = f32[4] get-tuple-element(w), index=1
+}}
+"""
+
+
+def _row_id(row: dict[str, str]) -> str:
+    return "-".join(row[k] for k in ("topology", "op", "mode", "kind", "placement", "operand",
+                                     "reducer"))
+
+
+def test_the_table_covers_every_mode_kind_and_topology():
+    """Acceptance coverage: every group mode of both opcodes, every group kind, six topologies,
+    three placements and replicated operands."""
+    assert {r["topology"] for r in ROWS} == {"1x1", "1x4", "4x1", "2x2", "2x4", "4x2"}
+    assert {(r["op"], r["mode"]) for r in ROWS} == {
+        ("all-reduce", "cross_replica"), ("all-reduce", "cross_replica_and_partition"),
+        ("all-reduce", "flattened"), ("collective-permute", "cross_replica"),
+        ("collective-permute", "cross_partition")}
+    assert {r["kind"] for r in ROWS if r["op"] == "collective-permute"} == {
+        "all_self", "some_self", "ring", "swap", "empty"}
+    assert {r["kind"] for r in ROWS if r["op"] == "all-reduce"} >= {
+        "singleton", "empty", "multi", "iota_one_group", "iota_singletons"}
+    assert {r["placement"] for r in ROWS} == {"entry", "while", "call"}
+    assert {r["operand"] for r in ROWS} == {"param", "replicated"}
+    assert {r["expected"] for r in ROWS} == {"safe", "unsafe"}
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[_row_id(r) for r in ROWS])
+def test_delete_permute_is_flagged_exactly_where_the_rules_say(row):
+    module = parse_module(module_text(row))
+    replicas, partitions = map(int, row["topology"].split("x"))
+    before = module.to_text()
+    report = check_schedule(module, [get_pass("aws_neuron_delete_permute")],
+                            Topology(replicas, partitions))
+    assert module.to_text() == before, "check-schedule must not modify its input"
+    assert len(report.sites) == 1
+    site = report.sites[0]
+    assert site.instruction == "coll"
+    assert site.computation == {"entry": "e", "call": "callee", "while": "body"}[row["placement"]]
+    assert str(site.verdict) == row["expected"], site.reason
+    if row["expected"] == "safe":
+        assert site.reason == "" and site.witness is None
+        return
+    assert site.reason.startswith("group mode ")
+    if row["witness"] == "yes":
+        assert site.witness is not None and site.witness.startswith("device "), site.notes
+    else:
+        assert site.witness is None and VALUE_IDENTITY_NOTE in site.notes
+
+
+def test_a_guarded_deletion_is_judged_by_the_same_rules_and_found_safe():
+    """delete_permute_guarded only deletes identities; on a module with one identity and one
+    real all-reduce (1x4) it is never flagged, while DeletePermute is flagged once."""
+    text = """HloModule m, num_partitions=4
+add { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT c = f32[] add(a, b) }
+ENTRY e {
+  x = f32[4] parameter(0)
+  real = f32[4] all-reduce(x), channel_id=1, replica_groups={{0}}, to_apply=add
+  ROOT same = f32[4] all-reduce(real), replica_groups={{0}}, to_apply=add
+}
+"""
+    module = parse_module(text)
+    guarded = check_schedule(module, parse_pass_list("delete_permute_guarded"), Topology(1, 4))
+    assert [(s.instruction, s.unsafe) for s in guarded.sites] == [("same", False)]
+    unguarded = check_schedule(module, parse_pass_list("aws_neuron_delete_permute"),
+                               Topology(1, 4))
+    assert sorted((s.instruction, s.unsafe) for s in unguarded.sites) == [
+        ("real", True), ("same", False)]
+
+
+def test_the_single_group_fold_on_unsorted_groups_is_flagged_with_both_witnesses():
+    """The seed's single-group matcher folds examples/ar_ds_single_group_unsorted.hlo although
+    its groups {1,0,2,3} put device 1 at position 0 (README, `prove` example): z3 refutes the
+    fold and the differential run shows a device whose values change."""
+    module = parse_module((EXAMPLES / "ar_ds_single_group_unsorted.hlo").read_text())
+    topology = Topology(module.replica_count, module.num_partitions)
+    report = check_schedule(module, parse_pass_list(
+        "aws_neuron_rewrite_all_reduce_dynamic_slice"), topology)
+    assert len(report.unsafe) == 1
+    site = report.unsafe[0]
+    assert "REFUTED" in site.reason and "device" in site.reason
+    assert site.witness is not None and site.witness.startswith("device ")
+    sorted_module = parse_module((EXAMPLES / "ar_ds_single_group_sorted.hlo").read_text())
+    clean = check_schedule(sorted_module, parse_pass_list(
+        "aws_neuron_rewrite_all_reduce_dynamic_slice"), topology)
+    assert clean.unsafe == [] and clean.safe == 1
+
+
+def test_suggest_places_delete_permute_after_a_pass_that_removes_the_real_collective():
+    """dce removes the dead real all-reduce %dead: DeletePermute is unsafe before dce (it would
+    delete %dead, a 4-participant all-reduce — harmless only because it is dead, but the rules
+    judge the rewrite) and safe after it; on 1x1 every position is safe."""
+    text = """HloModule m, num_partitions=4
+add { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT c = f32[] add(a, b) }
+ENTRY e {
+  x = f32[4] parameter(0)
+  dead = f32[4] all-reduce(x), channel_id=1, replica_groups={{0}}, to_apply=add
+  ROOT same = f32[4] all-reduce(x), replica_groups={{0}}, to_apply=add
+}
+"""
+    module = parse_module(text)
+    passes = parse_pass_list("dce,aws_neuron_delete_permute")
+    suggestion = suggest_positions(module, passes, get_pass("aws_neuron_delete_permute"),
+                                   Topology(1, 4))
+    assert suggestion.pipeline == ["dce"]
+    assert suggestion.safe_positions == [1]
+    assert suggestion.blockers[0].instruction == "dead"
+    assert "last (after dce)" in suggestion.describe()
+    single = parse_module(text.replace("num_partitions=4", "num_partitions=1"))
+    everywhere = suggest_positions(single, passes, get_pass("aws_neuron_delete_permute"),
+                                   Topology(1, 1))
+    assert everywhere.safe_positions == [0, 1]
+
+
+def test_cli_reports_unsafe_sites_with_exit_1_and_json(tmp_path, capsys):
+    from neuron_sim.cli import main
+
+    row = {"topology": "1x4", "op": "all-reduce", "mode": "cross_replica_and_partition",
+           "kind": "singleton", "placement": "while", "operand": "param", "reducer": "add"}
+    path = tmp_path / "m.hlo"
+    path.write_text(module_text(row))
+    original = path.read_bytes()
+    assert main(["check-schedule", str(path), "--pipeline", "dce,aws_neuron_delete_permute",
+                 "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["safe"] == 0 and len(data["unsafe"]) == 1
+    site = data["unsafe"][0]
+    assert {"pass", "computation", "instruction", "reason", "witness"} <= set(site)
+    assert (site["pass"], site["computation"], site["instruction"]) == (
+        "aws_neuron_delete_permute", "body", "coll")
+    assert site["reason"] == ("group mode CrossReplicaAndPartition, replica group {0} spans "
+                              "partitions 0..3 -> 4 participants")
+    assert site["witness"].startswith("device ")
+    assert path.read_bytes() == original
+    assert main(["check-schedule", str(path), "--pipeline", "dce", "--suggest"]) == 0
+    out = capsys.readouterr().out
+    assert "0 unsafe site(s), 0 safe" in out
+    assert "suggest: aws_neuron_delete_permute is unsafe at every position" in out
+    assert "on 1x1" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--pipeline", "no_such_pass"], "unknown pass 'no_such_pass'"),
+    (["--pipeline", "dce", "--pass-option", "nope=1"], "nope"),
+    (["--pipeline", "dce", "--partitions", "2"], ""),
+])
+def test_cli_bad_input_is_one_sentence(tmp_path, capsys, argv, message):
+    from neuron_sim.cli import main
+
+    path = tmp_path / "m.hlo"
+    path.write_text(module_text({"topology": "1x4", "op": "all-reduce", "mode": "flattened",
+                                 "kind": "multi", "placement": "entry", "operand": "param",
+                                 "reducer": "add"}))
+    code = main(["check-schedule", str(path), *argv])
+    err = capsys.readouterr().err
+    assert code in (1, 2) and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert message in err
