@@ -28,6 +28,7 @@ from passes.neuron.eliminate_redundant_compare import EliminateRedundantCompare
 from passes.neuron.metadata_naming import MetadataNaming
 from passes.neuron.resolve_self_comparison import ResolveSelfComparison
 from passes.neuron.device_assignment_legalization import DeviceAssignmentLegalization
+from passes.neuron.rewrite_scatter_partition import RewriteScatterPartition
 from passes.neuron.dynamic_slice_transpose import DynamicSliceTranspose
 from passes.neuron.inline_weights import InlineWeights
 from passes.neuron.partition_embeding_ops import PartitionEmbedingOps
@@ -38,6 +39,8 @@ from passes.neuron.rewrite_all_reduce_dynamic_slice_multiple_groups import (
     RewriteAllReduceDynamicSliceMultipleGroups)
 from passes.neuron.rewrite_all_reduce_dynamic_slice_proven import (
     RewriteAllReduceDynamicSliceProven)
+from passes.neuron.hilo_conditional_to_select import HiloConditionalToSelect
+from passes.neuron.transform_variadic_reduce import TransformVariadicReduce
 from passes.xla.dce import DeadCodeElimination
 from passes.xla.reduce_scatter_creator import ReduceScatterCreator
 
@@ -53,6 +56,7 @@ BUILTIN_PASSES: tuple[type[HloPass], ...] = (
     RewriteModuleDtype,
     InjectNumericalErrors,
     DeviceAssignmentLegalization,
+    RewriteScatterPartition,
     InlineWeights,
     ReplaceRng,
     DynamicSliceTranspose,
@@ -65,6 +69,8 @@ BUILTIN_PASSES: tuple[type[HloPass], ...] = (
     EliminateRedundantCompare,
     MetadataNaming,
     DefaultMetadata,
+    HiloConditionalToSelect,
+    TransformVariadicReduce,
     DeadCodeElimination,
     ReduceScatterCreator,
 )

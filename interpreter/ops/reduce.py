@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from neuron_sim.hlo import HloComputation, Opcode
-from neuron_sim.hlo.arg_reducers import ArgReducer, recognise_arg_reducer
+from neuron_sim.hlo.arg_reducers import ArgReducer, increases_along, recognise_arg_reducer
 
 from interpreter.errors import InterpreterError
 from interpreter.ops.elementwise import (_int_work_dtype, _wrap_int, element_type_of,
@@ -161,15 +161,6 @@ def fold_arg_reduce(values: np.ndarray, indices: np.ndarray, init_value: np.ndar
     return value, index
 
 
-def _increasing_along(inst, dim: int) -> bool:
-    """Whether ``inst``'s values increase along ``dim``: an iota on ``dim``, or a broadcast of a
-    1-D iota to ``dim``."""
-    if inst.opcode is Opcode.BROADCAST and tuple(inst.dimensions) == (dim,) \
-            and inst.operand(0).opcode is Opcode.IOTA:
-        return True
-    return inst.opcode is Opcode.IOTA and int(inst.get("iota_dimension", -1)) == dim
-
-
 def _tree_fold(x: np.ndarray, fn: Callable) -> np.ndarray:
     """Reduce the last axis pairwise (only for ops where order cannot change the result)."""
     while x.shape[-1] > 1:
@@ -195,7 +186,7 @@ def reduce(ctx, *arrays):
         (dim,) = dims
         return list(fold_arg_reduce(
             xs[0], xs[1], inits[0].reshape(inits[0].shape[0], *([1] * (rank - 1))),
-            inits[1].reshape(inits[1].shape[0], *([1] * (rank - 1))), reducer, axis=1 + dim, increasing=_increasing_along(ctx.inst.operand(1), dim)))
+            inits[1].reshape(inits[1].shape[0], *([1] * (rank - 1))), reducer, axis=1 + dim, increasing=increases_along(ctx.inst.operand(1), dim)))
     kept = [d for d in range(rank) if d not in dims]
     kept_sizes = [xs[0].shape[1 + d] for d in kept]
     reduced = int(np.prod([xs[0].shape[1 + d] for d in dims], dtype=np.int64))

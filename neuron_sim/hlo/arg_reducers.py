@@ -112,3 +112,11 @@ def recognise_arg_reducer(computation: HloComputation) -> ArgReducer | None:
         if _either_order(index_pick, Opcode.OR, lambda i: i is value_pick, tie):
             return ArgReducer(direction, is_float)
     return None
+
+
+def increases_along(inst: HloInstruction, dim: int) -> bool:
+    """Whether ``inst``'s values increase along dimension ``dim``: an iota on ``dim``, or a
+    broadcast of a 1-D iota to ``dim`` (so index order is fold order)."""
+    if inst.opcode is Opcode.BROADCAST and tuple(inst.dimensions) == (dim,):
+        inst, dim = inst.operand(0), 0
+    return inst.opcode is Opcode.IOTA and int(inst.get("iota_dimension", -1)) == dim
