@@ -67,6 +67,11 @@ RNG_SUPPORT = Refinement(
     "fed to the source's rng)")
 
 
+def mersenne_twister(seed: int) -> np.random.RandomState:
+    """MT19937 seeded as ``std::mt19937(seed)`` (``init_genrand``; the seed taken mod 2**32)."""
+    return np.random.RandomState(seed % 2 ** 32)
+
+
 def rng_bounds(inst: HloInstruction) -> tuple[str, Any, Any] | None:
     """(distribution, a, b) of an rng whose bounds are scalar constants and describe a
     non-empty, finite distribution of a float or integer type; None otherwise."""
@@ -146,7 +151,7 @@ class ReplaceRng(OpExpanderPass):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.planted: dict[str, list[np.ndarray]] = {}   # rng name -> one array per leaf
-        self.generator = np.random.RandomState(0)
+        self.generator = mersenne_twister(0)
 
     def run_on_module(self, module: HloModule, context: PassContext) -> bool:
         seed = self.option("seed")
@@ -155,7 +160,7 @@ class ReplaceRng(OpExpanderPass):
             self.warnings.append(
                 f"no seed given: the rng constants come from a fresh seed ({seed}) and differ "
                 f"from run to run; --pass-option seed={seed} reproduces this module")
-        self.generator = np.random.RandomState(seed % 2 ** 32)
+        self.generator = mersenne_twister(seed)
         self.planted = {}
         return super().run_on_module(module, context)
 
@@ -200,7 +205,8 @@ class ReplaceRng(OpExpanderPass):
             distribution, a, b = rng_bounds(rng)
             ok = admissible(distribution, a, b, arrays[0])
             if not ok.all():
-                index = np.unravel_index(int(np.flatnonzero(~ok.reshape(-1))[0]), ok.shape)
+                index = tuple(int(i) for i in np.unravel_index(
+                    int(np.flatnonzero(~ok.reshape(-1))[0]), ok.shape))
                 problems.append(f"%{name}: planted element {list(index)} = "
                                 f"{arrays[0][index]} is not a value {distribution}({a}, {b}) "
                                 "can produce")
