@@ -1,0 +1,123 @@
+"""PartitionEmbedingOps: a row gather from a replicated table with replicated ids becomes, on
+each of P partitions, a gather from its V/P-row shard, masked with -0.0 outside it, then an
+all-reduce sum over the partitions of its replica.
+
+Fixture: tests/data/passes/partition_embeding_ops/jax_take_replicated_ids.hlo is JAX's
+lowered ``table[ids]`` (tests/data/jax/lowered_emb_take_constant_table.hlo) with
+``parameter_replication={true}`` added to the ids parameter (JAX does not print it). Expected
+values: JAX's outputs for that program (the same ids on every device give JAX's rows on every
+device), and JAX's own vocabulary-sharded lookup (emb_named_vocab_sharded).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import interpreter
+from neuron_sim.hlo import Opcode, parse_module_file
+from neuron_sim.topology import Topology
+from passes import get_pass
+from verify import Status, check_pass
+
+from pass_fixtures import JAX_CORPUS, fixture_path
+
+KEY = "aws_neuron_partition_embeding_ops"
+FIXTURE = fixture_path("partition_embeding_ops/jax_take_replicated_ids.hlo")
+
+
+def load(path=FIXTURE):
+    return parse_module_file(str(path))
+
+
+def jax_case(name):
+    with np.load(JAX_CORPUS / f"{name}.npz") as data:
+        return [data[k] for k in sorted(data.files)]
+
+
+def gather_of(module):
+    return next(i for c in module.computations for i in c.instructions
+                if i.opcode is Opcode.GATHER)
+
+
+@pytest.mark.parametrize("topology", [Topology(1, 4), Topology(2, 2), Topology(2, 4)])
+def test_the_lookup_becomes_a_masked_shard_gather_and_a_sum_matching_jax(topology):
+    module = load()
+    rewrite = get_pass(KEY, topology=topology)
+    assert rewrite.run(module) is True
+    root = module.entry.root
+    assert root.opcode is Opcode.ALL_REDUCE and root.channel_id is not None
+    assert root.replica_groups.to_text() == \
+        "{" + ",".join(f"{{{r}}}" for r in range(topology.replica_count)) + "}"
+    shard = root.operand(0).operand(1).operand(0)
+    assert shard.opcode is Opcode.DYNAMIC_SLICE
+    assert tuple(shard.get("dynamic_slice_sizes")) == (16 // topology.num_partitions, 3)
+    ids, want = jax_case("lowered_emb_take_constant_table")  # arg0, out0: [1, ...]
+    got = interpreter.run(module, [ids[0]], topology)[0]
+    np.testing.assert_array_equal(got, np.broadcast_to(want, got.shape))
+    # id 5 -> row 5, whose element 1 is -0.0: the -0.0 fill keeps its sign through the sum
+    row = list(ids[0]).index(5)
+    assert np.signbit(got[:, row, 1]).all()
+
+
+def test_out_of_range_ids_clamp_as_the_gather_did():
+    source = load()
+    target = source.clone()
+    get_pass(KEY, topology=Topology(1, 4)).run(target)
+    ids = np.array([-5, 16, 2**31 - 1, -2**31, 3, 15], np.int32)
+    want = interpreter.run(source, [ids], Topology(1, 4))[0]
+    got = interpreter.run(target, [ids], Topology(1, 4))[0]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_it_matches_the_vocabulary_sharded_lookup_xla_builds_itself():
+    # JAX: table sharded P('i', None) over 8 devices, ids replicated; every device gets the rows.
+    table_shards, ids, want = jax_case("emb_named_vocab_sharded")  # arg0, arg1, out0
+    module = load()
+    get_pass(KEY, topology=Topology(1, 8)).run(module)
+    table = table_shards.reshape(16, 3)  # shard k holds rows 2k, 2k+1
+    np.testing.assert_array_equal(
+        table, np.asarray(module.entry.root.operand(0).operand(1).operand(0).operand(0)
+                          .literal.value))
+    got = interpreter.run(module, [ids[0]], Topology(1, 8))[0]
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("path,topology,reason", [
+    (JAX_CORPUS / "lowered_emb_take_constant_table.hlo", Topology(1, 4),
+     "the indices may differ between partitions"),
+    (FIXTURE, Topology(1, 3), "16 table rows do not divide by 3 partitions"),
+    (FIXTURE, Topology(4, 1), "the topology has one partition"),
+    (JAX_CORPUS / "compiled_emb_take_constant_table.hlo", Topology(1, 4),
+     "in a fusion computation"),
+    (JAX_CORPUS / "lowered_gather_take.hlo", Topology(1, 4), None),
+])
+def test_each_gate_declines_with_its_reason(path, topology, reason):
+    module = load(path)
+    rewrite = get_pass(KEY, topology=topology)
+    rewrite.bind()
+    reasons = [rewrite.rejection(g) for c in module.computations for g in c.instructions
+               if g.opcode is Opcode.GATHER]
+    before = module.to_text()
+    assert rewrite.run(module) is False
+    assert module.to_text() == before
+    if reason is not None:
+        assert any(r is not None and r.startswith(reason) for r in reasons), reasons
+    else:  # gathers of a table parameter that is not marked replicated
+        assert all(r is not None for r in reasons) and reasons
+
+
+def test_a_partial_row_slice_is_not_a_row_lookup():
+    text = FIXTURE.read_text().replace("slice_sizes={1,3}", "slice_sizes={1,2}").replace(
+        "f32[6,3]{1,0} gather", "f32[6,2]{1,0} gather").replace("->f32[6,3]", "->f32[6,2]")
+    from neuron_sim.hlo import parse_module
+    module = parse_module(text)
+    rewrite = get_pass(KEY, topology=Topology(1, 4))
+    assert rewrite.rejection(gather_of(module)).startswith("not a lookup of whole rows")
+    assert rewrite.run(module) is False
+
+
+@pytest.mark.parametrize("path", [FIXTURE, JAX_CORPUS / "lowered_emb_take_constant_table.hlo"])
+def test_verify_is_correct_on_one_and_multi_device_topologies(path):
+    result = check_pass(load(path), KEY, ["1x1", "1x4", "2x2", "2x4"], minimize=False)
+    assert result.status is Status.CORRECT, result.error_line
