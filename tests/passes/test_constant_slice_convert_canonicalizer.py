@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from neuron_sim.hlo import Opcode
+from passes import PassPipeline
+from verify import check_pass
 
 from canonicalizer_fixtures import jax_module, module_of, run, verdicts
 
@@ -77,3 +79,15 @@ def test_fires_on_the_jax_dump_and_verifies():
     changed, log = run(KEY, module.clone())
     assert changed and [line.split(" ")[0] for line in log] == ["%convert_element_type.8"]
     assert verdicts(KEY, module) == ["CORRECT"] * 3
+
+
+def test_after_peeling_the_barrier_both_slices_of_the_jax_dump_fold():
+    pipeline = "aws_neuron_peel_optimization_barriers," + KEY
+    module = jax_module("lowered_canon_convert_constant_slice")
+    result = check_pass(module, pipeline, ["1x1", "2x2", "1x4"], minimize=False)
+    assert [str(t.status) for t in result.topology_results] == ["CORRECT"] * 3
+    peeled = module.clone()
+    PassPipeline(pipeline.split(",")).run(peeled)
+    converts = [i for c in peeled.computations if c.is_entry for i in c.instructions
+                if i.opcode is Opcode.CONVERT]
+    assert [i.name for i in converts] == ["convert_element_type.9"]  # the parameter's
