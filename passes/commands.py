@@ -105,7 +105,8 @@ def _opt(args: argparse.Namespace) -> int:
             "input": args.module, "output": args.output, "module": module.name,
             "changed": changed,
             "passes": [{"name": p.name, "class": type(p).__name__, "changed": c,
-                        "rewrites": list(p.rewrites)} for p, c in pipeline.results],
+                        "rewrites": list(p.rewrites), "warnings": list(p.warnings)}
+                       for p, c in pipeline.results],
         }
         if args.explain:
             report["explain"] = explanations

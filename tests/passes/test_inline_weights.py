@@ -238,25 +238,18 @@ def _symlink_escape(d: Path) -> str:
     return "link.npy"
 
 
-def _oversized(d: Path) -> str:
-    np.save(d / "w.npy", np.zeros(100_000, np.float32))
-    return "w.npy"
+def _saved(array: np.ndarray):
+    """A maker that saves ``array`` as w.npy."""
+    def make(d: Path) -> str:
+        np.save(d / "w.npy", array)
+        return "w.npy"
+    return make
 
 
 def _trailing_bytes(d: Path) -> str:
-    np.save(d / "w.npy", np.zeros(3, np.float32))
+    _saved(np.zeros(3, np.float32))(d)
     with open(d / "w.npy", "ab") as handle:
         handle.write(b"\0" * 64)
-    return "w.npy"
-
-
-def _wrong_dtype(d: Path) -> str:
-    np.save(d / "w.npy", np.zeros(3, np.int32))
-    return "w.npy"
-
-
-def _wrong_shape(d: Path) -> str:
-    np.save(d / "w.npy", np.zeros(4, np.float32))
     return "w.npy"
 
 
@@ -270,10 +263,10 @@ ERRORS = {
     "dot-dot traversal": (_traversal, "contains '..'"),
     "absolute path": (_absolute, "is absolute"),
     "symlink escape": (_symlink_escape, "outside"),
-    "oversized file": (_oversized, "refused before reading it"),
+    "oversized file": (_saved(np.zeros(100_000, np.float32)), "refused before reading it"),
     "trailing bytes": (_trailing_bytes, "its header and the parameter's data make"),
-    "wrong dtype": (_wrong_dtype, "NCC_INL002: numpy file type mismatch"),
-    "wrong shape": (_wrong_shape, "NCC_INL001: mismatching layout for parameter %w"),
+    "wrong dtype": (_saved(np.zeros(3, np.int32)), "NCC_INL002: numpy file type mismatch"),
+    "wrong shape": (_saved(np.zeros(4, np.float32)), "NCC_INL001: mismatching layout for parameter %w"),
     "missing file": (_missing, "Corrupted input dir, model file does not exist!"),
 }
 
