@@ -168,6 +168,12 @@ def findings(results: Sequence[CaseResult], passes: Sequence[str]) -> list[Findi
     evidence = f"{sum(1 + len(r.passes) for r in results)} verdicts" + (
         "; DISAGREE on " + ", ".join(f"{r.case.id} ({where})" for r, where in disagreements[:5])
         if disagreements else "")
+    undecided = collections.Counter(r.case.offset_form for r in results
+                                    if r.reference.z3 == "unknown")
+    if undecided:
+        evidence += (f"; z3 gave no verdict on {sum(undecided.values())} cases ("
+                     + ", ".join(f"{n} {form}" for form, n in undecided.most_common())
+                     + "), decided by execution alone")
     found.append(Finding("z3 and the differential verifier agree on every verdict",
                          not disagreements, evidence))
     return found
