@@ -97,8 +97,10 @@ def check_pass(module: HloModule, passes: Any, topologies: Topologies = None, *,
     runs). The comparison follows the passes' weakest contract. An UNSOUND result is minimized by
     shrinking the *source* and re-running the passes on it, so the reported pair is one the
     passes really produce. ``timeout`` and ``max_memory`` mean what they mean for
-    ``check_modules``. With ``name_breaking_pass``, an UNSOUND result of several passes also
-    names the first pass whose prefix of the list breaks that prefix's composed contract
+    ``check_modules``. A pass that folded values into the module (``HloPass.source_binding``:
+    InlineWeights' weights, ReplaceRng's draws) is compared with the source fed those values, and
+    such a result is not minimized. With ``name_breaking_pass``, an UNSOUND result of several
+    passes also names the first pass whose prefix of the list breaks that prefix's composed contract
     (``breaking_pass``; a note and ``result.breaking_pass``).
     """
     hlo_passes = pass_list(passes)
