@@ -34,10 +34,9 @@ from interpreter.errors import describe
 from neuron_sim.hlo import HloInstruction, HloModule, Opcode
 from neuron_sim.hlo.opcodes import COLLECTIVE_OPCODES, SYNC_OF_ASYNC_START
 from neuron_sim.hlo.replica_groups import ReplicaGroups
-from neuron_sim.physical_groups import (flattened_groups_of_physical, flattened_pairs_of_physical,
-                                        groups_are_physical)
-from neuron_sim.topology import (GroupMode, Topology, group_mode, participant_groups,
-                                 permute_pairs_flattened)
+from neuron_sim.physical_groups import flattened_pairs_of_physical, groups_are_physical
+from neuron_sim.physical_groups import participant_groups_of as participant_groups_of_collective
+from neuron_sim.topology import GroupMode, Topology, group_mode, permute_pairs_flattened
 
 __all__ = ["COLLECTIVE_KINDS", "CollectiveCall", "Fingerprint", "Transport", "apply_collective",
            "collective_groups", "collective_kind", "fingerprint_of", "flattened_pairs",
@@ -176,10 +175,7 @@ def participant_groups_of(instr: HloInstruction, topology: Topology) -> tuple[tu
     """
     if collective_kind(instr) is Opcode.COLLECTIVE_PERMUTE:
         return _components(flattened_pairs(instr, topology))
-    groups = instr.replica_groups if instr.has("replica_groups") else ReplicaGroups()
-    if groups_are_physical(instr):
-        return flattened_groups_of_physical(groups.groups, topology)
-    return participant_groups(_mode(instr), groups, topology)
+    return participant_groups_of_collective(instr, _mode(instr), topology)
 
 
 def flattened_pairs(instr: HloInstruction, topology: Topology) -> tuple[tuple[int, int], ...]:

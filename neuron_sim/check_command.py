@@ -32,7 +32,8 @@ from neuron_sim.commands import (EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, add_command,
 from neuron_sim.errors import UserError
 from neuron_sim.hlo import HloModule, HloParseError, Opcode, parse_module_file
 from neuron_sim.hlo.checker import HloCheckError, check_module, smallest_topology
-from neuron_sim.topology import Topology, group_mode, participant_groups
+from neuron_sim.physical_groups import participant_groups_of
+from neuron_sim.topology import Topology, group_mode
 
 _HLO_SUFFIXES = (".hlo",)
 _DUMP_SUFFIXES = (".txt",)
@@ -59,7 +60,7 @@ def describe_collectives(module: HloModule, topology: Topology) -> list[dict]:
                 record["source_target_pairs"] = [list(p) for p in pairs.pairs] if pairs else []
             else:
                 try:
-                    groups = participant_groups(mode, inst.replica_groups, topology)
+                    groups = participant_groups_of(inst, mode, topology)
                 except UserError as exc:
                     raise HloCheckError(f"its replica groups name no participants on "
                                         f"topology {topology}: {exc}",

@@ -23,8 +23,8 @@ import numpy as np
 
 from neuron_sim.hlo.attributes import Raw
 from neuron_sim.hlo.checks.text import frontend_attributes, raw_text
-from neuron_sim.hlo.replica_groups import IntGroups, ReplicaGroupError
-from neuron_sim.topology import Topology
+from neuron_sim.hlo.replica_groups import IntGroups, ReplicaGroupError, ReplicaGroups
+from neuron_sim.topology import GroupMode, Topology, participant_groups
 
 PHYSICAL_GROUPS_KEY = "neuron.groups"
 PHYSICAL_GROUPS_VALUE = "physical"
@@ -93,3 +93,12 @@ def flattened_pairs_of_physical(pairs: tuple[tuple[int, int], ...], topology: To
             raise ReplicaGroupError(f"physical device {int(values[counts > 1][0])} is a {role} "
                                     "more than once in source_target_pairs")
     return tuple((int(s), int(t)) for s, t in flat)
+
+
+def participant_groups_of(inst: Any, mode: GroupMode, topology: Topology) -> IntGroups:
+    """The participant groups (flattened ids) of a collective with replica groups: physical
+    ones through the inverse assignment, logical ones by ``mode``'s rules (absent = ``{}``)."""
+    groups = inst.attrs.get("replica_groups") or ReplicaGroups()
+    if groups_are_physical(inst):
+        return flattened_groups_of_physical(groups.groups, topology)
+    return participant_groups(mode, groups, topology)

@@ -92,3 +92,12 @@ def test_interpreter_reads_physical_groups_through_the_assignment():
     permuted, = interpreter.run(module_with(
         "f32[2] collective-permute(p), source_target_pairs={{13,10},{10,13}}"), [x], SHIFTED)
     np.testing.assert_array_equal(permuted, [[6, 7], [0, 0], [0, 0], [0, 1]])
+
+
+def test_check_command_lists_the_flattened_participants_of_physical_groups():
+    """The all-gather over devices {10,13},{12,11} is partitions {3,0},{1,2}."""
+    from neuron_sim.check_command import describe_collectives
+    module = module_with(
+        "f32[4] all-gather(p), channel_id=1, replica_groups={{10,13},{12,11}}, dimensions={0}")
+    record, = describe_collectives(module, SHIFTED)
+    assert record["participant_groups"] == [[3, 0], [1, 2]]
