@@ -42,6 +42,7 @@ from passes.neuron.rewrite_all_reduce_dynamic_slice_proven import (
 from passes.neuron.hilo_conditional_to_select import HiloConditionalToSelect
 from passes.neuron.transform_variadic_reduce import TransformVariadicReduce
 from passes.xla.dce import DeadCodeElimination
+from passes.xla.all_reduce_simplifier import AllReduceSimplifier
 from passes.xla.reduce_scatter_creator import ReduceScatterCreator
 
 BUILTIN_PASSES: tuple[type[HloPass], ...] = (
@@ -73,6 +74,7 @@ BUILTIN_PASSES: tuple[type[HloPass], ...] = (
     TransformVariadicReduce,
     DeadCodeElimination,
     ReduceScatterCreator,
+    AllReduceSimplifier,
 )
 
 _REGISTERED: dict[str, type[HloPass]] = {cls.name: cls for cls in BUILTIN_PASSES}
