@@ -1106,7 +1106,7 @@ def run_case(case: Case) -> dict:
         prev = jax.config.jax_use_shardy_partitioner
         jax.config.update("jax_use_shardy_partitioner", not case.gspmd)
         try:
-            devs = np.array(jax.devices())
+            devs = np.array(jax.devices())[:int(np.prod(case.mesh))]
             assert [d.id for d in devs] == list(range(devs.size))
             mesh = Mesh(devs.reshape(case.mesh), case.axes)
             in_specs = (case.in_specs,) if isinstance(case.in_specs, P) else tuple(case.in_specs)

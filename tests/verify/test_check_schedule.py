@@ -256,7 +256,7 @@ def test_cli_reports_unsafe_sites_with_exit_1_and_json(tmp_path, capsys):
     assert path.read_bytes() == original
     assert main(["check-schedule", str(path), "--pipeline", "dce", "--suggest"]) == 0
     out = capsys.readouterr().out
-    assert "0 unsafe site(s), 0 safe" in out
+    assert "0 unsafe site(s), 0 safe, on 1x4; no context-dependent pass" in out
     assert "suggest: aws_neuron_delete_permute is unsafe at every position" in out
     assert "on 1x1" in out
 
@@ -277,3 +277,120 @@ def test_cli_bad_input_is_one_sentence(tmp_path, capsys, argv, message):
     err = capsys.readouterr().err
     assert code in (1, 2) and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert message in err
+
+
+def _closer_keys() -> list[str]:
+    from passes.pipelines import pipeline_entries
+
+    return [key for _, key in pipeline_entries("neuron-closer",
+                                               ["aws_neuron_inject_numerical_errors"])]
+
+
+@pytest.mark.parametrize("late", [False, True], ids=["early", "late"])
+def test_delete_permute_early_or_late_in_the_closer_on_real_jax_dumps(late):
+    """tests/data/jax/spmd_schedule_psum_ppermute_{8,1}: JAX's psum * 2 + ring ppermute compiled
+    for 8 devices (groups {0..7}, pairs {0,1},..,{7,0}: real data movement) and for 1 device
+    (groups {{0}}, pairs {{0,0}}: degenerate). DeletePermute before the closer, or after it
+    (where device-assignment legalization made the groups physical), is flagged on both
+    collectives of the 8-device dump with a witness; on the 1-device dump (topology 1x1) it is
+    never flagged."""
+    keys = _closer_keys()
+    keys = keys + ["aws_neuron_delete_permute"] if late else ["aws_neuron_delete_permute"] + keys
+    real = parse_module((DATA / "jax" / "spmd_schedule_psum_ppermute_8.hlo").read_text())
+    report = check_schedule(real, parse_pass_list(",".join(keys)), Topology(1, 8))
+    flagged = {(s.pass_key, s.instruction) for s in report.unsafe}
+    assert flagged == {("aws_neuron_delete_permute", "psum_invariant.7"),
+                       ("aws_neuron_delete_permute", "ppermute.3")}
+    assert all(s.witness and s.witness.startswith("device ") for s in report.unsafe)
+    if late:
+        assert all(s.reason.startswith("physical ") for s in report.unsafe)
+    single = parse_module((DATA / "jax" / "spmd_schedule_psum_ppermute_1.hlo").read_text())
+    assert check_schedule(single, parse_pass_list(",".join(keys)), Topology(1, 1)).unsafe == []
+
+
+LEGALIZE = "aws_neuron_device_assignment_legalization"
+REVERSED = "{{3,1,2,0}}"   # 1x4: partition p runs on physical device (3,1,2,0)[p]
+PHYSICAL_MODULE = """HloModule m, num_partitions=4
+add { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT c = f32[] add(a, b) }
+ENTRY e {
+  x = f32[4] parameter(0)
+  ar = f32[4] all-reduce(x), channel_id=1, replica_groups={{0,1},{2,3}}, use_global_device_ids=true, to_apply=add
+  one = f32[4] all-reduce(ar), channel_id=2, replica_groups={{0},{1},{2},{3}}, use_global_device_ids=true, to_apply=add
+  ROOT cp = f32[4] collective-permute(one), channel_id=3, source_target_pairs={{0,0},{1,1},{2,2},{3,3}}
+}
+"""
+
+
+def test_legalizing_twice_is_flagged_unless_the_assignment_is_the_identity():
+    """Under the assignment (3,1,2,0) the first legalization writes %ar's groups {{0,1},{2,3}}
+    as physical {{3,1},{2,0}}; a second one reads those as flattened ids and maps them again, to
+    {{0,1},{2,3}} in physical ids = flattened {{3,1},{2,0}}: other devices are paired, so every
+    collective is flagged and the whole-pass witness shows changed values. Under 1x4's default
+    assignment (partition p on device p) physical ids are flattened ids: nothing is flagged."""
+    module = parse_module(PHYSICAL_MODULE)
+    topology = Topology.parse(f"1x4 da={REVERSED}")
+    report = check_schedule(module, parse_pass_list(f"{LEGALIZE},{LEGALIZE}"), topology)
+    assert [s.position for s in report.sites if not s.unsafe] == [0, 0, 0]
+    assert sorted(s.instruction for s in report.unsafe) == ["ar", "cp", "one"]
+    assert all(s.position == 1 and "already physical" in s.reason for s in report.unsafe)
+    assert all(s.witness and s.witness.startswith("device ") for s in report.unsafe)
+    identity = check_schedule(module, parse_pass_list(f"{LEGALIZE},{LEGALIZE}"), Topology(1, 4))
+    assert identity.unsafe == [] and identity.safe == 6
+
+
+def test_after_legalization_delete_permute_is_judged_on_the_physical_groups():
+    """After legalization under (3,1,2,0): %ar's physical group {3,1} has 2 participants
+    (unsafe, with a witness); %one's groups {3},{1},{2},{0} and %cp's self-pairs are still the
+    identity (safe). The guarded deletion reads the groups as logical ids: flagged wherever it
+    would fire on a legalized collective (%one and %cp)."""
+    module = parse_module(PHYSICAL_MODULE)
+    topology = Topology.parse(f"1x4 da={REVERSED}")
+    report = check_schedule(module, parse_pass_list(f"{LEGALIZE},aws_neuron_delete_permute"),
+                            topology)
+    deletions = {s.instruction: s for s in report.sites
+                 if s.pass_key == "aws_neuron_delete_permute"}
+    assert {name: s.unsafe for name, s in deletions.items()} == {
+        "ar": True, "one": False, "cp": False}
+    assert deletions["ar"].reason == "physical group {3,1} -> 2 participants"
+    assert deletions["ar"].witness.startswith("device ")
+    guarded = check_schedule(module, parse_pass_list(f"{LEGALIZE},delete_permute_guarded"),
+                             topology)
+    assert sorted(s.instruction for s in guarded.unsafe) == ["cp", "one"]
+    assert all("logical ids" in s.reason for s in guarded.unsafe)
+
+
+RNG_MODULE = """HloModule m
+ENTRY e {
+  a = f32[] constant(0)
+  b = f32[] constant(1)
+  ROOT r = f32[64] rng(a, b), distribution=rng_uniform
+}
+"""
+
+
+def test_replace_rng_without_a_pinned_seed_is_flagged_with_two_different_compiles():
+    """The seed's GOTCHA: constants from std::random_device differ between compiles. Unpinned,
+    the rng is a site, and two runs of the pass give different modules (64 uniform draws agree
+    with probability ~0); with seed=7 it is safe."""
+    module = parse_module(RNG_MODULE)
+    report = check_schedule(module, parse_pass_list("aws_neuron_replace_rng"), Topology(1, 1))
+    assert [s.instruction for s in report.unsafe] == ["r"]
+    assert "seed not pinned" in report.unsafe[0].reason
+    assert report.unsafe[0].witness == "two runs of the pass on this module planted different " \
+                                       "constants"
+    pinned = check_schedule(module, parse_pass_list("aws_neuron_replace_rng"), Topology(1, 1),
+                            options={"seed": "7"})
+    assert pinned.unsafe == [] and pinned.safe == 1
+
+
+def test_cli_accepts_a_named_pipeline_with_skip(tmp_path, capsys):
+    from neuron_sim.cli import main
+
+    path = DATA / "jax" / "spmd_schedule_psum_ppermute_1.hlo"
+    assert main(["check-schedule", str(path), "--pipeline", "neuron-closer", "--skip",
+                 "aws_neuron_inject_numerical_errors", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["unsafe"] == [] and "aws_neuron_device_assignment_legalization" in data["pipeline"]
+    assert "aws_neuron_inject_numerical_errors" not in data["pipeline"]
+    assert main(["check-schedule", str(path), "--pipeline", "dce", "--skip", "dce"]) == 2
+    assert "--skip needs a named --pipeline" in capsys.readouterr().err

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import argparse
 
-from neuron_sim.commands import (EXIT_OK, EXIT_PROBLEM, ProblemFound, add_command,
+from neuron_sim.commands import (EXIT_OK, EXIT_PROBLEM, ProblemFound, UsageError, add_command,
                                  add_json_argument, add_seed_argument, add_topologies_argument,
                                  load_module, print_json, topologies_from_args)
 from neuron_sim.hlo.ir import HloModule
 from neuron_sim.topology import Topology
 from passes.base import HloPass, resolve_pass_options
 from passes.options import parse_pass_option_args
+from passes.pipelines import PIPELINES, named_pipeline
 from passes.registry import get_pass, parse_pass_list
 from verify.schedule.hazards import HAZARDS, Site
 from verify.schedule.runner import (CONFIRM_TRIALS, ScheduleReport, check_schedule,
@@ -29,14 +30,14 @@ from verify.schedule.runner import (CONFIRM_TRIALS, ScheduleReport, check_schedu
 SUGGESTED_PASS = "aws_neuron_delete_permute"
 
 
-def pipeline_passes(text: str) -> list[HloPass]:
-    """``--pipeline``: a comma-separated list of pass keys, or the name of a named pipeline."""
-    try:
-        from passes.pipelines import pipeline_keys
-    except ImportError:
-        return parse_pass_list(text)
-    keys = pipeline_keys(text)
-    return [get_pass(key) for key in keys] if keys is not None else parse_pass_list(text)
+def pipeline_passes(text: str, skip: list[str] | None = None) -> list[HloPass]:
+    """``--pipeline``: a comma-separated list of pass keys, or the name of a named pipeline
+    (``passes.pipelines``) with its ``--skip`` keys left out."""
+    if text in PIPELINES:
+        return named_pipeline(text, skip or [])
+    if skip:
+        raise UsageError("--skip needs a named --pipeline (" + ", ".join(PIPELINES) + ")")
+    return parse_pass_list(text)
 
 
 def site_line(site: Site, topology: Topology) -> str:
@@ -54,8 +55,9 @@ def summary_line(reports: list[ScheduleReport]) -> str:
     unsafe = sum(len(r.unsafe) for r in reports)
     safe = sum(r.safe for r in reports)
     where = ", ".join(str(r.topology) for r in reports)
-    judged = sorted({s.pass_key for r in reports for s in r.sites})
-    passes = f" ({', '.join(judged)})" if judged else " (no context-dependent pass in the pipeline)"
+    judged = list(dict.fromkeys(key for r in reports for key in r.pipeline if key in HAZARDS))
+    passes = (f"; context-dependent: {', '.join(judged)}" if judged
+              else "; no context-dependent pass in the pipeline")
     return f"{unsafe} unsafe site(s), {safe} safe, on {where}{passes}"
 
 
@@ -68,7 +70,7 @@ def _checked(module: HloModule, topology: Topology, path: str) -> None:
 
 def _check_schedule(args: argparse.Namespace) -> int:
     module = load_module(args.module)
-    passes = pipeline_passes(args.pipeline)
+    passes = pipeline_passes(args.pipeline, args.skip)
     options = parse_pass_option_args(args.pass_option)
     resolve_pass_options(passes, options)
     topologies = topologies_from_args(args, module)
@@ -118,7 +120,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "differential verifier. Exit code 1 if anything is unsafe, 0 if not, 2 bad "
                     "usage or input.")
     parser.add_argument("--pipeline", required=True, metavar="p1,p2,...",
-                        help="pass keys in order (see `neuron-sim passes`), or a named pipeline")
+                        help="pass keys in order (see `neuron-sim passes`), or a named "
+                             "pipeline: " + ", ".join(PIPELINES))
+    parser.add_argument("--skip", action="append", default=[], metavar="KEY",
+                        help="with a named --pipeline: leave this pass out (repeatable)")
     parser.add_argument("--pass-option", action="append", default=[], metavar="NAME=VALUE",
                         help="an option of the passes (repeatable): NAME or KEY.NAME")
     add_topologies_argument(parser, help="also check on this topology (repeatable)")

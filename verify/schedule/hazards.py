@@ -25,13 +25,19 @@ import enum
 from dataclasses import dataclass, field
 from typing import Callable
 
+import numpy as np
+
 from neuron_sim.hlo.ir import HloInstruction, HloModule
 from neuron_sim.hlo.opcodes import Opcode
+from neuron_sim.hlo.replica_groups import ReplicaGroups, SourceTargetPairs
+from neuron_sim.physical_groups import (flattened_groups_of_physical, flattened_pairs_of_physical,
+                                       groups_are_physical)
 from neuron_sim.topology import Topology
 from passes.analysis.ar_ds_pairs import pair_of
 from passes.analysis.fold_proof import prove_pair
 from passes.base import HloPass, OpExpanderPass
 from passes.neuron.delete_permute import identity_violation
+from passes.neuron.strip_trivial_collectives import trivial_collective_violation
 
 
 class Verdict(str, enum.Enum):
@@ -90,9 +96,45 @@ def matched_instructions(hlo_pass: HloPass, module: HloModule) -> list[HloInstru
     return hlo_pass.candidates(module)
 
 
-def _degenerate(hlo_pass: HloPass, module: HloModule, topology: Topology) -> list[Site]:
-    return [_site(hlo_pass, inst, identity_violation(inst, topology))
-            for inst in matched_instructions(hlo_pass, module)]
+def _degenerate(violation: Callable[[HloInstruction, Topology], str | None]) -> Judge:
+    """Judge every instruction the pass deletes by ``violation`` (None: the identity); a
+    legalized collective by its physical groups."""
+
+    def judge(hlo_pass: HloPass, module: HloModule, topology: Topology) -> list[Site]:
+        return [_site(hlo_pass, inst, physical_violation(inst, topology)
+                      if groups_are_physical(inst) else violation(inst, topology))
+                for inst in matched_instructions(hlo_pass, module)]
+
+    return judge
+
+
+def physical_violation(inst: HloInstruction, topology: Topology) -> str | None:
+    """Why a legalized collective (groups of physical device ids, the group mode already
+    applied) is not the identity on ``topology``; None if it is."""
+    try:
+        if inst.opcode is Opcode.COLLECTIVE_PERMUTE:
+            pairs = inst.get("source_target_pairs", SourceTargetPairs())
+            flat = flattened_pairs_of_physical(tuple(pairs.pairs), topology)
+            targets = {t for _, t in flat}
+            missing = [f for f in range(topology.num_devices) if f not in targets]
+            if missing:
+                return (f"physical source_target_pairs={pairs.to_text()}: device "
+                        f"{topology.physical_id(missing[0])} is no target -> receives zeros")
+            moved = next(((s, t) for s, t in flat if s != t), None)
+            return None if moved is None else (
+                f"physical source_target_pairs={pairs.to_text()} send device "
+                f"{topology.physical_id(moved[0])} to device {topology.physical_id(moved[1])}")
+        groups = inst.get("replica_groups", ReplicaGroups()).groups
+        flattened_groups_of_physical(groups, topology)
+        big = next((g for g in groups if len(g) > 1), None)
+        if big is not None:
+            return (f"physical group {{{','.join(map(str, big))}}} -> {len(big)} "
+                    "participants")
+        if sum(len(g) for g in groups) != topology.num_devices:
+            return "its physical groups do not cover every device"
+        return None
+    except ValueError as exc:
+        return f"its physical groups are not valid on {topology}: {exc}"
 
 
 def _fold(hlo_pass: HloPass, module: HloModule, topology: Topology) -> list[Site]:
@@ -128,45 +170,65 @@ COLLECTIVES = frozenset({
     Opcode.COLLECTIVE_PERMUTE})
 
 
-def groups_are_physical(inst: HloInstruction) -> bool:
-    """True if the collective's groups were legalized to physical device ids."""
-    try:
-        from passes.neuron.device_assignment_legalization import groups_are_physical as test
-    except ImportError:
-        return False
-    return test(inst)
-
-
 def _physical_collectives(module: HloModule) -> list[HloInstruction]:
     return [inst for comp in module.computations for inst in comp.instructions
             if inst.opcode in COLLECTIVES and groups_are_physical(inst)]
 
 
-def _identity_assignment(topology: Topology) -> bool:
-    return topology.device_assignment is None
+def identity_assignment(topology: Topology) -> bool:
+    """True if every device's physical id is its flattened id ``r * P + p`` — there physical and
+    logical groups name the same devices. (XLA's default assignment ``p * R + r`` is the
+    identity only when R == 1 or P == 1.)"""
+    return bool(np.array_equal(topology.device_ids.ravel(), np.arange(topology.num_devices)))
 
 
 def _legalization(hlo_pass: HloPass, module: HloModule, topology: Topology) -> list[Site]:
-    if _identity_assignment(topology):
-        return []
-    return [_site(hlo_pass, inst, "its groups are already physical device ids: legalizing "
-                                  "again maps them through the device assignment a second time")
-            for inst in _physical_collectives(module)]
+    identity = identity_assignment(topology)
+    return [_site(hlo_pass, inst, None if identity or not groups_are_physical(inst) else
+                  "its groups are already physical device ids: legalizing again maps them "
+                  "through the device assignment a second time")
+            for comp in module.computations for inst in comp.instructions
+            if inst.opcode in COLLECTIVES]
+
+
+def _collective_read(inst: HloInstruction) -> HloInstruction | None:
+    """The collective whose groups a rewrite of ``inst`` relies on: ``inst`` itself, or the
+    all-reduce of a fold's all-reduce + dynamic-slice pair."""
+    if inst.opcode in COLLECTIVES:
+        return inst
+    pair = pair_of(inst)
+    return pair.all_reduce if pair is not None else None
+
+
+LOGICAL_READ = ("it reads replica groups as logical ids, but these were legalized to physical "
+                "device ids and the device assignment is not the identity")
 
 
 def _logical_reader(inner: Judge | None) -> Judge:
-    """A pass that reads groups as logical ids: unsafe on every legalized collective (unless
-    the assignment is the identity), then judged by ``inner`` (if any) on the rest."""
+    """A pass that reads groups as logical ids: unsafe wherever it would rewrite on a legalized
+    collective (unless the assignment is the identity); the other sites judged by ``inner``.
+    A pass that is not an OpExpander cannot say which instructions it rewrites: if it changes
+    the module at all, every legalized collective is one of its sites."""
 
     def judge(hlo_pass: HloPass, module: HloModule, topology: Topology) -> list[Site]:
-        physical = [] if _identity_assignment(topology) else _physical_collectives(module)
-        sites = [_site(hlo_pass, inst, "it reads replica groups as logical ids, but these were "
-                                       "legalized to physical device ids and the device "
-                                       "assignment is not the identity")
-                 for inst in physical]
-        if inner is not None:
-            taken = {inst.name for inst in physical}
-            sites += [s for s in inner(hlo_pass, module, topology) if s.instruction not in taken]
+        sites = inner(hlo_pass, module, topology) if inner is not None else []
+        if identity_assignment(topology):
+            return sites
+        if not isinstance(hlo_pass, OpExpanderPass):
+            physical = _physical_collectives(module)
+            if physical and hlo_pass.run(module.clone(), hlo_pass.context):
+                return [_site(hlo_pass, inst, LOGICAL_READ) for inst in physical]
+            return sites
+        by_name = {site.instruction: site for site in sites}
+        for inst in matched_instructions(hlo_pass, module):
+            read = _collective_read(inst)
+            if read is not None and groups_are_physical(read):
+                site = by_name.get(inst.name)
+                if site is None:
+                    site = by_name[inst.name] = _site(hlo_pass, inst, LOGICAL_READ)
+                    sites.append(site)
+                site.verdict, site.reason = Verdict.UNSAFE, LOGICAL_READ + (
+                    f" (%{read.name})" if read is not inst else "")
         return sites
 
     return judge
@@ -177,9 +239,11 @@ FOLD = "the offset computation selects each device's reduce-scatter block on the
 LOGICAL = "replica groups are logical ids (not yet legalized to physical device ids)"
 
 HAZARDS: dict[str, Hazard] = {
-    "aws_neuron_delete_permute": Hazard(DEGENERATE, _logical_reader(_degenerate)),
-    "delete_permute_guarded": Hazard(DEGENERATE, _logical_reader(_degenerate)),
-    "aws_neuron_strip_trivial_collectives": Hazard(DEGENERATE, _logical_reader(_degenerate)),
+    "aws_neuron_delete_permute": Hazard(DEGENERATE, _degenerate(identity_violation)),
+    "delete_permute_guarded": Hazard(DEGENERATE, _logical_reader(
+        _degenerate(identity_violation))),
+    "aws_neuron_strip_trivial_collectives": Hazard(DEGENERATE, _logical_reader(
+        _degenerate(trivial_collective_violation))),
     "aws_neuron_rewrite_all_reduce_dynamic_slice": Hazard(FOLD, _logical_reader(_fold)),
     "aws_neuron_rewrite_all_reduce_dynamic_slice_multiple_groups":
         Hazard(FOLD, _logical_reader(_fold)),
