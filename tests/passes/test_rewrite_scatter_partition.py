@@ -58,11 +58,19 @@ def test_verify_is_correct_on_the_fixtures_topologies(name, topologies):
     assert result.status is Status.CORRECT, result.detail
 
 
-def test_on_one_device_the_replica_fixture_is_rewritten_and_correct():
-    """1x1 (a one-replica group {0}): slot 0 is position 0, the gather of one shard."""
-    result = check_pass(load("scatter_partition/psum_assembly_replicas.hlo"), KEY,
-                        Topology(1, 1), trials=3)
-    assert result.status is Status.CORRECT, result.detail
+def test_on_one_device_a_one_slot_assembly_is_rewritten_and_correct():
+    """The replica fixture with a 1-slot buffer (s32[1,3], output s32[3]) on 1x1 and on 1x4:
+    CrossReplica {} is one replica per group, replica-id 0 is position 0 everywhere. The
+    4-slot fixture on 1x1 is declined (groups of 1, buffer of 4)."""
+    text = fixture_path("scatter_partition/psum_assembly_replicas.hlo").read_text()
+    one_slot = parse_module(text.replace(", replica_count=4, num_partitions=2", "")
+                            .replace("s32[4,3]", "s32[1,3]").replace("s32[12]", "s32[3]"))
+    for topology in (Topology(1, 1), Topology(1, 4)):
+        assert rewritten(one_slot.clone(), topology)[0], topology
+        result = check_pass(one_slot, KEY, topology, trials=3)
+        assert result.status is Status.CORRECT, result.detail
+    assert not rewritten(load("scatter_partition/psum_assembly_replicas.hlo"),
+                         Topology(1, 1))[0]
 
 
 def test_a_negative_zero_shard_is_why_the_contract_allows_the_zero_sign():
