@@ -128,3 +128,19 @@ def test_participant_count_follows_the_group_mode():
         "channel_id=3, replica_groups={{0,1},{2,3}}, to_apply=sum"))
     ar = next(i for i in module.entry if i.name == "ar_two")
     assert participant_count(ar, Topology(4, 2)) == 4
+
+
+def test_add_fold_of_replicated_floats_is_not_bit_exact():
+    """The known unsafety: with the same f32 values on all 8 replicas, the all-reduce's left
+    fold x + x + ... + x (8 terms, rounded after each add) differs from the fold's one rounding
+    of 8 * x for many values (2x and 3x agree; the fourth add already rounds differently), so
+    the exact contract reports the rewrite of ReplicatedParameters as UNSOUND."""
+    case = next(c for c in CASES if c.name == "ReplicatedParameters")
+    before, after = load(case), load(case)
+    assert get_pass(KEY).run(after)
+    rng = np.random.default_rng(1)
+    inputs = [rng.standard_normal((8, 16)).astype(np.float32),
+              rng.standard_normal((8, 8, 16)).astype(np.float32),
+              np.float32(rng.standard_normal())]
+    result = check_modules(before, after, Topology(8, 1), inputs=inputs, minimize=False)
+    assert result.status is Status.UNSOUND
