@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from neuron_sim.cli import main
 from neuron_sim.hlo import parse_module_file
@@ -14,8 +15,21 @@ MATCH = str(fixture_path("ar_ds_single_group/match.hlo"))
 REWRITE_LINE = (f"{SINGLE}: %dynamic-slice -> %reduce-scatter (reduce-scatter, dimensions={{0}}, "
                 "replica_groups={{0,1,2,3}}, channel_id=5)")
 # The CLI also loads verify.symbolic, which registers the z3-proven fold.
+# The collective tier, the cleanup tier (the keys issues 12 and 13 fix: aws_neuron_<snake_case>
+# of the seed's class names) and XLA's baselines (issue 15).
+CLEANUP_CLASSES = [
+    "InlineWeights", "ReplaceRng", "HiloConditionalToSelect", "DynamicSliceTranspose",
+    "TransformVariadicReduce", "ReplaceMinimumConstant", "DeviceAssignmentLegalization",
+    "RewriteScatterPartition", "PartitionEmbedingOps", "ResolveSelfComparison",
+    "ConstantSliceClampSimplifier", "ConstantSliceConvertCanonicalizer",
+    "DynamicSliceReshapeCanonicalizer", "EliminateRedundantCompare", "FlattenEntryTuple",
+    "PeelOptimizationBarriers", "StripTrivialCollectives", "MetadataNaming", "DefaultMetadata",
+    "RewriteModuleDtype", "InjectNumericalErrors"]
 KEYS = ["aws_neuron_delete_permute", SINGLE, SINGLE + "_multiple_groups", "dce",
-        "delete_permute_guarded", "rewrite_all_reduce_dynamic_slice_proven"]
+        "delete_permute_guarded", "rewrite_all_reduce_dynamic_slice_proven",
+        "xla_reduce_scatter_creator", "xla_all_reduce_simplifier",
+        *("aws_neuron_" + re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+          for name in CLEANUP_CLASSES)]
 
 
 def test_opt_prints_the_rewritten_module_and_one_line_per_rewrite(capsys):
@@ -55,7 +69,7 @@ def test_opt_json_reports_every_pass(capsys):
     assert report["passes"][0]["class"] == "RewriteAllReduceDynamicSlice"
     assert report["passes"][0]["rewrites"] == [REWRITE_LINE.split(": ", 1)[1]]
     assert report["passes"][1] == {"name": "dce", "class": "DeadCodeElimination",
-                                   "changed": False, "rewrites": []}
+                                   "changed": False, "rewrites": [], "warnings": []}
     assert "reduce-scatter(%x)" in report["text"]
 
 
