@@ -277,9 +277,7 @@ def _sprinkle(values: np.ndarray, rng: np.random.Generator, choices: Sequence[An
     count = max(1, int(flat.size * fraction))
     where = rng.choice(flat.size, size=min(count, flat.size), replace=False)
     picks = rng.integers(0, len(choices), size=len(where))
-    with np.errstate(over="ignore", invalid="ignore"):
-        for position, pick in zip(where, picks):
-            flat[position] = choices[pick]
+    _assign(flat, where, choices, picks)
 
 
 def _place_each(values: np.ndarray, rng: np.random.Generator, choices: Sequence[Any]) -> None:
@@ -288,9 +286,18 @@ def _place_each(values: np.ndarray, rng: np.random.Generator, choices: Sequence[
     flat = values.reshape(-1)
     count = min(len(choices), flat.size)
     where = rng.choice(flat.size, size=count, replace=False)
+    _assign(flat, where, choices, rng.permutation(len(choices))[:count])
+
+
+def _assign(flat: np.ndarray, where: np.ndarray, choices: Sequence[Any],
+            picks: np.ndarray) -> None:
+    """``flat[where[k]] = choices[picks[k]]`` for every k at once (``where`` has no repeats),
+    each choice converted to ``flat``'s type as a single assignment would convert it."""
     with np.errstate(over="ignore", invalid="ignore"):
-        for position, pick in zip(where, rng.permutation(len(choices))[:count]):
-            flat[position] = choices[pick]
+        table = np.empty(len(choices), dtype=flat.dtype)
+        for k, choice in enumerate(choices):
+            table[k] = choice
+        flat[where] = table[picks]
 
 
 def _uniform_values(et: ElementType) -> list[Any]:
@@ -369,24 +376,45 @@ def _ulp_neighbours(values: np.ndarray, direction: int) -> np.ndarray:
 
 def _make_rows_distinct(values: np.ndarray, et: ElementType, rng: np.random.Generator,
                         style: str) -> None:
-    """Redraw rows (devices) that equal an earlier row, a few times, where the type allows it."""
+    """Redraw the rows (devices) that repeat an earlier row, all of them at once, for a few
+    rounds, where the type allows it: a row that still repeats after them keeps its value.
+    A round that leaves as many repeats as before ends the redrawing (the type has no more
+    distinct rows of this style to give, as for ``pred[3]`` on more than 8 devices)."""
     rows = values.shape[0]
-    if rows < 2 or values[0].size == 0 or distinct_rows(values) == rows:
+    if rows < 2 or values[0].size == 0:
         return
-    seen: set[bytes] = set()
-    for f in range(rows):
-        for _ in range(8):
-            if values[f].tobytes() not in seen:
-                break
-            values[f] = _draw(et, values.shape[1:], rng, style)
-        seen.add(values[f].tobytes())
+    before = rows
+    for _ in range(8):
+        repeats = _repeated_rows(values)
+        if not repeats.size or len(repeats) >= before:
+            return
+        before = len(repeats)
+        values[repeats] = _draw(et, (len(repeats), *values.shape[1:]), rng, style)
+
+
+def _row_keys(values: np.ndarray) -> np.ndarray:
+    """One scalar per row holding the row's bytes, for comparing rows as wholes: an unsigned
+    integer when a row fits in 8 bytes (sorting those is much faster), else an opaque one."""
+    flat = np.ascontiguousarray(values).reshape(values.shape[0], -1).view(np.uint8)
+    width = flat.shape[1]
+    if width <= 8:
+        padded = np.zeros((flat.shape[0], 8), dtype=np.uint8)
+        padded[:, :width] = flat
+        return padded.view(np.uint64).reshape(-1)
+    return flat.view(np.dtype((np.void, width))).reshape(-1)
+
+
+def _repeated_rows(values: np.ndarray) -> np.ndarray:
+    """The indices of the rows whose bytes equal those of an earlier row."""
+    _, first = np.unique(_row_keys(values), return_index=True)
+    keep = np.zeros(values.shape[0], dtype=bool)
+    keep[first] = True
+    return np.flatnonzero(~keep)
 
 
 def distinct_rows(values: np.ndarray) -> int:
     """How many different rows (by their bytes) ``values`` has."""
-    flat = np.ascontiguousarray(values).reshape(values.shape[0], -1)
-    return len(np.unique(flat.view(np.dtype((np.void, flat.dtype.itemsize * flat.shape[1]))),
-                         axis=0))
+    return len(np.unique(_row_keys(values)))
 
 
 def describe_style(style: str) -> str:
@@ -455,7 +483,9 @@ def input_signature(module: HloModule) -> list[Shape]:
 
 def exact_counterpart(values: Sequence[InputValue], *, seed: int = 0) -> list[InputValue]:
     """The same inputs with every finite nonzero float replaced by an exactly representable
-    small value; NaN, infinities and signed zeros stay where they are, integers stay as they are.
+    small value — one per distinct value, distinct while the grid of exact values lasts, so
+    equal elements (ties, a replicated parameter's rows) stay equal; NaN, infinities and signed zeros stay where they are, integers stay as
+    they are.
 
     On such inputs a sum, product, max or min over any number of operands gives the same result
     in every order (the special values propagate order-independently), so a difference that
@@ -476,7 +506,11 @@ def exact_counterpart(values: Sequence[InputValue], *, seed: int = 0) -> list[In
         grid = _exact_grid(et)
         grid = grid[grid != 0]
         out = wide.copy()
-        out[replace] = grid[rng.integers(0, len(grid), size=int(replace.sum()))]
+        # One replacement per distinct value: equal elements stay equal, so a parameter that
+        # is the same on every device (parameter_replication) stays replicated, and ties stay.
+        distinct, which = np.unique(wide[replace], return_inverse=True)
+        picks = rng.choice(len(grid), size=len(distinct), replace=len(distinct) > len(grid))
+        out[replace] = grid[picks][which]
         return out.astype(array.dtype)
 
     return [tuple(convert(v) for v in value) if isinstance(value, tuple) else convert(value)
