@@ -110,3 +110,21 @@ def test_uniform_style_fills_each_device_with_one_value_starting_at_minus_infini
     for f in range(4):
         assert len({v.tobytes() for v in x[f]}) == 1
     assert np.all(np.isneginf(x[0]))
+
+
+def test_exact_counterpart_keeps_equal_values_equal():
+    """A parameter marked replicated holds one row on every device, and ties tie: the exact
+    replacement maps each distinct value to one exact value (an elementwise independent draw
+    made the replicated all-reduce of XLA's AllReduceSimplifier test ReplicatedParameters look
+    like a miscompile: 8 different rows summed against 8 x one row)."""
+    import numpy as np
+
+    from verify.inputs import exact_counterpart
+
+    row = np.array([0.1, -3.7, 0.1, 2.2, 0.0, np.inf], dtype=np.float32)
+    replicated = np.stack([row] * 8)
+    (out,) = exact_counterpart([replicated], seed=3)
+    assert (out == out[0]).all()
+    assert out[0, 0] == out[0, 2] and out[0, 0] != out[0, 1]
+    assert out[0, 4] == 0 and out[0, 5] == np.inf
+    assert not np.array_equal(out[0, :4], row[:4])
