@@ -129,3 +129,10 @@ def test_cli_deterministic_given_the_seed(tmp_path):
         return [{k: v for k, v in c.items() if k != "seconds"} for c in data["cases"]]
 
     assert cases("a.json", 5) == cases("b.json", 5)
+
+
+def test_cli_plot_writes_a_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    plot = tmp_path / "heat.png"
+    main(["sweep", "--preset", "trn1.2xlarge", "--plot", str(plot)])
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

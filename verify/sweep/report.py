@@ -318,9 +318,10 @@ def write_heatmap(path: str, results: Sequence[CaseResult], passes: Sequence[str
                     aspect="auto", interpolation="nearest")
         axis.set_title(key, fontsize=7)
         axis.set_xticks(range(len(column_labels)), column_labels, rotation=90, fontsize=5)
-        axis.set_yticks(range(len(row_labels)), row_labels, fontsize=3)
+        axis.set_yticks(range(len(row_labels)), row_labels,
+                        fontsize=max(3.0, min(7.0, 400 / max(rows, 1))))
     figure.legend(handles=[Patch(color=c, label=l) for c, l in zip(HEAT_COLORS, HEAT_LABELS)],
-                  loc="upper center", ncol=4, fontsize=7)
+                  loc="lower center", ncol=4, fontsize=7, bbox_to_anchor=(0.5, -0.02))
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=150, bbox_inches="tight")
     plt.close(figure)
