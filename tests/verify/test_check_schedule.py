@@ -394,3 +394,29 @@ def test_cli_accepts_a_named_pipeline_with_skip(tmp_path, capsys):
     assert "aws_neuron_inject_numerical_errors" not in data["pipeline"]
     assert main(["check-schedule", str(path), "--pipeline", "dce", "--skip", "dce"]) == 2
     assert "--skip needs a named --pipeline" in capsys.readouterr().err
+
+
+def test_a_collective_in_a_conditional_branch_is_found_and_named():
+    """A real all-reduce (FlattenedID group {0,1,2,3}) in the true branch of a conditional on
+    1x4 is flagged in computation %on_true; the identity permute in %on_false is judged safe."""
+    text = """HloModule m, num_partitions=4
+add { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT c = f32[] add(a, b) }
+on_true {
+  p = f32[4] parameter(0)
+  ROOT real = f32[4] all-reduce(p), channel_id=1, replica_groups={{0,1,2,3}}, use_global_device_ids=true, to_apply=add
+}
+on_false {
+  q = f32[4] parameter(0)
+  ROOT same = f32[4] collective-permute(q), channel_id=2, source_target_pairs={{0,0},{1,1},{2,2},{3,3}}
+}
+ENTRY e {
+  x = f32[4] parameter(0)
+  t = pred[] constant(true)
+  ROOT c = f32[4] conditional(t, x, x), true_computation=on_true, false_computation=on_false
+}
+"""
+    report = check_schedule(parse_module(text), parse_pass_list("aws_neuron_delete_permute"),
+                            Topology(1, 4))
+    judged = {(s.computation, s.instruction): s.unsafe for s in report.sites}
+    assert judged == {("on_true", "real"): True, ("on_false", "same"): False}
+    assert report.unsafe[0].witness.startswith("device ")
