@@ -6,8 +6,6 @@ from __future__ import annotations
 import random
 import time
 
-import pytest
-
 from neuron_sim.hlo.replica_groups import ReplicaGroups
 from verify.sweep.generator import Case, Spec, build, generate
 from verify.sweep.runner import default_passes, run_case

@@ -3,11 +3,12 @@ reason, the presets' core counts, determinism given the seed."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from verify.sweep.generator import (ASSIGNMENTS, LAYOUTS, MODES, OFFSET_FORMS, PRESETS, Spec,
                                     build, generate, grid_topologies)
-import random
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@ layouts, group modes, device assignments, slice dimensions and sizes, and offset
 
 A case is one module (``SweepIdiom``, an ``ArDsIdiom`` that can also slice dimension 1 and
 carry its groups in iota or mesh form) on one topology. The full cross product of the axes is
-far too large to run (and most of it says nothing new), so the set is built in four parts, each
+far too large to run (and most of it says nothing new), so the set is built in five parts, each
 covering what it is for:
 
 * **grid** — every R x P with 2 <= R*P <= ``max_devices``: the three all-reduce group modes x
@@ -29,7 +29,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from neuron_sim.hlo import HloInstruction, HloModule, Opcode
+from neuron_sim.hlo import HloInstruction, HloModule
 from neuron_sim.hlo.builder import ComputationBuilder
 from neuron_sim.hlo.replica_groups import (IotaReplicaGroups, MeshAxisRef, MeshReplicaGroups,
                                            ReplicaGroups)

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import z3
 
-from verify.sweep.generator import Case, Skip
+from verify.sweep.generator import PRESETS, Case, Skip
 from verify.sweep.runner import OUTCOMES, CaseResult
 from verify.symbolic.pool_theorems import CHARACTERIZATIONS, BitVecModel, Layout
 
@@ -212,6 +212,9 @@ def sweep_json(results: Sequence[CaseResult], skips: Sequence[Skip], passes: Seq
             "passes": {key: pass_counts(results, key) for key in passes},
             "seconds": round(seconds, 3),
             "seed": seed, "max_devices": max_devices,
+            "presets": {name: {"cores": p.cores, "cores_per_chip": p.cores_per_chip,
+                               "splits": [{"tp": tp, "dp": dp} for tp, dp in p.splits],
+                               "source": p.source} for name, p in PRESETS.items()},
             "skipped": [s.to_json() for s in skips],
             "skip_reasons": dict(collections.Counter(s.reason for s in skips).most_common()),
             "findings": [f.to_json() for f in findings(results, passes)]}
