@@ -22,7 +22,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import z3
 
 from neuron_sim.hlo.ir import HloModule
 from neuron_sim.hlo.replica_groups import ReplicaGroups
@@ -31,6 +30,9 @@ from neuron_sim.topology import (GroupMode, Topology, group_mode, participant_gr
 from passes.analysis import int_semantics as sem
 from passes.analysis.ar_ds_pairs import ArDsPair, find_ar_ds_pairs
 from passes.analysis.index_encoding import DeviceCoordinates, IndexEncoder, OutsideSubLanguage
+from passes.analysis.lazy import LazyModule
+
+z3 = LazyModule("z3")
 
 
 class Status(str, enum.Enum):

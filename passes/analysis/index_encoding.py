@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 import numpy as np
-import z3
 
 from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.hlo.ir import HloComputation, HloInstruction
@@ -36,6 +35,9 @@ from neuron_sim.hlo.shapes import ArrayShape
 from neuron_sim.topology import Topology
 from passes.analysis import int_semantics as sem
 from passes.analysis.tables import lookup
+from passes.analysis.lazy import LazyModule
+
+z3 = LazyModule("z3")
 
 CallPath = tuple[HloInstruction, ...]
 """The fusion / call instructions leading from an outer computation to an inner one, outermost

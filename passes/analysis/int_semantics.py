@@ -21,20 +21,21 @@ division-by-zero cases are spelled out rather than left to z3.
 
 from __future__ import annotations
 
-import z3
-
 from neuron_sim.hlo.dtypes import ElementType
+from passes.analysis.lazy import LazyModule
 
-BitVec = z3.BitVecRef
+z3 = LazyModule("z3")
+
+BitVec = "z3.BitVecRef"  # a name for annotations; z3 itself loads on first use
 
 # compare's direction -> (signed predicate, unsigned predicate).
 _COMPARISONS = {
     "EQ": (lambda a, b: a == b, lambda a, b: a == b),
     "NE": (lambda a, b: a != b, lambda a, b: a != b),
-    "LT": (lambda a, b: a < b, z3.ULT),
-    "LE": (lambda a, b: a <= b, z3.ULE),
-    "GT": (lambda a, b: a > b, z3.UGT),
-    "GE": (lambda a, b: a >= b, z3.UGE),
+    "LT": (lambda a, b: a < b, lambda a, b: z3.ULT(a, b)),
+    "LE": (lambda a, b: a <= b, lambda a, b: z3.ULE(a, b)),
+    "GT": (lambda a, b: a > b, lambda a, b: z3.UGT(a, b)),
+    "GE": (lambda a, b: a >= b, lambda a, b: z3.UGE(a, b)),
 }
 DIRECTIONS = frozenset(_COMPARISONS)
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import z3
+from passes.analysis.lazy import LazyModule
+
+z3 = LazyModule("z3")
 
 
 def lookup(index: z3.BitVecRef, values: Sequence[int], width: int) -> z3.BitVecRef:
