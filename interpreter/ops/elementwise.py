@@ -16,10 +16,13 @@ invalid operations are semantics here, never warnings.
 - Float ``maximum``/``minimum`` propagate NaN and order -0 < +0 (LLVM's llvm.maximum, which XLA
   CPU emits).
 - bf16, f16 and f8 arithmetic is computed in f32 and rounded to the narrow type once per op.
-  f32 transcendental functions are evaluated in f64 and rounded to f32 (a correctly rounded
-  reference; XLA's own approximations may differ in the last ulps), except the inverse
-  trigonometric and hyperbolic ones (acos ... sinh), computed in f32 by numpy's float32 loops
-  as XLA:CPU computes them in f32 (within a few ulps of each other; docs/run.md).
+  f32 ``exp``, ``log``, ``logistic``, ``erf``, ``power`` and ``atan2`` are evaluated in f64 and rounded to
+  f32 (a correctly rounded reference; XLA's own approximations may differ in the last ulps),
+  block by block so that no full-size f64 temporary exists; the others (tanh, sin, cos, tan,
+  expm1, log1p, cbrt, rsqrt and the inverse trigonometric and hyperbolic ones, acos ... sinh)
+  are computed in f32 by numpy's float32 loops, as XLA:CPU computes them in f32 (numpy's are
+  within 1.5 ulps of the correctly rounded value; exp and log are not, up to 4 ulps, hence
+  their f64 path; docs/run.md).
 - ``mulhi`` is the high half of the double-width product, signed for signed types.
 - ``convert`` float -> integer truncates toward zero, saturates out-of-range values to the
   type's limits and maps NaN to 0.
@@ -93,16 +96,28 @@ def unsigned_view(x: np.ndarray) -> np.ndarray:
 def _float_math(fn, *arrays: np.ndarray, exact: bool = False) -> np.ndarray:
     """Apply ``fn`` to float arrays with the precision conventions of this module.
 
-    f64: in f64. f32: in f32 when ``exact`` (IEEE basic ops, correctly rounded either way), else
-    in f64 and rounded to f32. Narrow floats: as f32, then rounded once to the narrow type by
-    the caller's dtype cast.
+    f64: in f64. f32: in f32 when ``exact`` (IEEE basic ops, correctly rounded either way, and
+    the functions numpy's float32 loops compute within 1.5 ulps), else in f64 and rounded to
+    f32, a block of ``_WIDE_BLOCK`` elements at a time so that the f64 temporaries stay small
+    and in cache. Narrow floats: as f32, then rounded once to the narrow type by the caller's
+    dtype cast.
     """
     dtype = arrays[0].dtype
     if dtype == F64:
         return fn(*(a.astype(F64, copy=False) for a in arrays))
     if exact:
         return np.asarray(fn(*(a.astype(F32, copy=False) for a in arrays)), F32)
-    return np.asarray(fn(*(a.astype(F64) for a in arrays))).astype(F32)
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    flat = [np.broadcast_to(a, shape).reshape(-1) for a in arrays]
+    out = np.empty(shape, F32)
+    target = out.reshape(-1)
+    for start in range(0, target.size, _WIDE_BLOCK):
+        block = slice(start, start + _WIDE_BLOCK)
+        target[block] = fn(*(a[block].astype(F64) for a in flat))
+    return out
+
+
+_WIDE_BLOCK = 1 << 14
 
 
 def _complex_math(fn, *arrays: np.ndarray) -> np.ndarray:
@@ -191,17 +206,18 @@ UNARY = {
     Opcode.ROUND_NEAREST_AFZ: _unary(_round_afz, exact=True),
     Opcode.ROUND_NEAREST_EVEN: _unary(np.rint, exact=True),
     Opcode.SQRT: _unary(np.sqrt, fn_complex=np.sqrt, exact=True),
-    Opcode.RSQRT: _unary(lambda x: 1.0 / np.sqrt(x), fn_complex=lambda x: 1 / np.sqrt(x)),
-    Opcode.CBRT: _unary(np.cbrt),
+    Opcode.RSQRT: _unary(lambda x: 1.0 / np.sqrt(x), fn_complex=lambda x: 1 / np.sqrt(x),
+                         exact=True),
+    Opcode.CBRT: _unary(np.cbrt, exact=True),
     Opcode.EXP: _unary(np.exp, fn_complex=np.exp),
-    Opcode.EXPM1: _unary(np.expm1, fn_complex=lambda x: np.exp(x) - 1),
+    Opcode.EXPM1: _unary(np.expm1, fn_complex=lambda x: np.exp(x) - 1, exact=True),
     Opcode.LOG: _unary(np.log, fn_complex=np.log),
-    Opcode.LOG1P: _unary(np.log1p, fn_complex=lambda x: np.log(1 + x)),
+    Opcode.LOG1P: _unary(np.log1p, fn_complex=lambda x: np.log(1 + x), exact=True),
     Opcode.LOGISTIC: _unary(_logistic, fn_complex=_logistic),
-    Opcode.TANH: _unary(np.tanh, fn_complex=np.tanh),
-    Opcode.SIN: _unary(np.sin, fn_complex=np.sin),
-    Opcode.COS: _unary(np.cos, fn_complex=np.cos),
-    Opcode.TAN: _unary(np.tan, fn_complex=np.tan),
+    Opcode.TANH: _unary(np.tanh, fn_complex=np.tanh, exact=True),
+    Opcode.SIN: _unary(np.sin, fn_complex=np.sin, exact=True),
+    Opcode.COS: _unary(np.cos, fn_complex=np.cos, exact=True),
+    Opcode.TAN: _unary(np.tan, fn_complex=np.tan, exact=True),
     Opcode.ERF: _unary(_erf),
     # Inverse trigonometric and hyperbolic functions: f32 in f32 (numpy's float32 loops).
     Opcode.ACOS: _unary(np.arccos, fn_complex=np.arccos, exact=True),
