@@ -17,6 +17,9 @@ Conventions (SEMANTICS.md §3 is the authority):
   ``acc = x[g[0]]; acc = combine(acc, x[g[i]])`` for ``i = 1..n-1``. It lives in one function,
   :func:`fold_group`, shared by all-reduce and reduce-scatter, so that all-reduce followed by
   a slice of block ``position`` equals reduce-scatter bit for bit.
+- A ``combine`` with a ``fold_positions(values)`` method (the symbolic interpreter's reducer,
+  which folds a whole group into one canonical term) is handed all n positions at once instead
+  of being folded pairwise.
 - ``combine`` must be elementwise: it receives two arrays of equal shape and dtype and returns
   one array of that shape. The shape it sees is an implementation detail (a group axis is
   prepended, and large operands are folded in flattened chunks), so it must not depend on it.
@@ -284,6 +287,9 @@ def _fold_columns(
             raise ValueError(
                 f"the variadic combine returned {len(parts)} arrays for {len(xs)} operands"
             )
+    elif hasattr(combine, "fold_positions"):
+        (x,) = xs
+        parts = (combine.fold_positions([x[(table[:, i], *window)] for i in range(n)]),)
     else:
         (x,) = xs
         parts = (fold_group((x[(table[:, i], *window)] for i in range(n)), combine),)

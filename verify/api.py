@@ -24,6 +24,7 @@ from verify.checks import (CHECKS, PASS_FAILED, TARGET_MALFORMED, UNSUPPORTED, V
 from verify.execution import DEFAULT_TIMEOUT, Runner, default_runner
 from verify.inputs import DEFAULT_TRIALS
 from verify.minimize import PairVerifier, minimize_case
+from verify.proof import with_proof
 from verify.result import Status, TopologyVerdict, VerificationResult, worst
 
 Topologies = Topology | str | Iterable[Topology | str] | None
@@ -54,7 +55,7 @@ def check_modules(before: HloModule, after: HloModule, topologies: Topologies = 
                   backend: str = "local", runner: Runner | None = None,
                   minimize: bool = True, name: str | None = None,
                   timeout: float | None = DEFAULT_TIMEOUT, max_memory: int | None = None,
-                  checks: Sequence[Check] = CHECKS) -> VerificationResult:
+                  checks: Sequence[Check] = CHECKS, proof: str = "auto") -> VerificationResult:
     """Is ``after`` a correct replacement for ``before`` on every device of ``topologies``?
 
     ``topologies``: a Topology, an ``"RxP"`` string or a list of them (default: ``before``'s
@@ -66,15 +67,18 @@ def check_modules(before: HloModule, after: HloModule, topologies: Topologies = 
     bound; the target gets ``execution.target_limit``). ``max_memory`` (bytes): a source whose
     estimated memory on a topology exceeds it raises ``MemoryLimitExceeded`` before inputs are
     drawn; with the default runner, a target over it is an ERROR verdict. ``checks`` are run in
-    order (default: ``checks.CHECKS``).
+    order (default: ``checks.CHECKS``). ``proof``: "auto" also proves a CORRECT verdict of an
+    exact contract for all inputs where symbolic execution can (verify/proof.py), "symbolic"
+    requires that proof, "sampled" skips it.
     """
     contract = contract_of(contract)
     topologies = normalize_topologies(topologies, before)
     _require_memory(before, topologies, max_memory, name)
     runner = runner or default_runner(backend, max_memory)
-    verdicts = [verify_topology(before, after, topology, trials=trials, seed=seed, inputs=inputs,
-                                contract=contract, runner=runner, timeout=timeout, checks=checks)
-                for topology in topologies]
+    verdicts = [_proved(before, after, verify_topology(
+        before, after, topology, trials=trials, seed=seed, inputs=inputs, contract=contract,
+        runner=runner, timeout=timeout, checks=checks), contract=contract, runner=runner,
+        timeout=timeout, checks=checks, seed=seed, proof=proof) for topology in topologies]
     result = _summary(name or before.name, before, after, topologies, verdicts, contract,
                       trials=trials if inputs is None else 1, seed=seed, timeout=timeout)
     if result.status is Status.UNSOUND and minimize and inputs is None:
@@ -88,7 +92,7 @@ def check_pass(module: HloModule, passes: Any, topologies: Topologies = None, *,
                name: str | None = None, timeout: float | None = DEFAULT_TIMEOUT,
                max_memory: int | None = None, pass_options: Mapping[str, str] | None = None,
                checks: Sequence[Check] = CHECKS,
-               name_breaking_pass: bool = False) -> VerificationResult:
+               name_breaking_pass: bool = False, proof: str = "auto") -> VerificationResult:
     """Run ``passes`` on a copy of ``module`` for each topology and check each rewrite.
 
     ``passes``: ``"a,b"``, a list of registry keys / class names / HloPass objects, or a
@@ -101,7 +105,8 @@ def check_pass(module: HloModule, passes: Any, topologies: Topologies = None, *,
     InlineWeights' weights, ReplaceRng's draws) is compared with the source fed those values, and
     such a result is not minimized. With ``name_breaking_pass``, an UNSOUND result of several
     passes also names the first pass whose prefix of the list breaks that prefix's composed contract
-    (``breaking_pass``; a note and ``result.breaking_pass``).
+    (``breaking_pass``; a note and ``result.breaking_pass``). ``proof`` as for
+    ``check_modules``.
     """
     hlo_passes = pass_list(passes)
     options = dict(pass_options or {})
@@ -121,13 +126,14 @@ def check_pass(module: HloModule, passes: Any, topologies: Topologies = None, *,
                 Status.ERROR, PASS_FAILED, str(exc)))
             continue
         if not changed:
-            verdict = TopologyVerdict(topology, target=target, changed=False)
+            verdict = TopologyVerdict(topology, target=target, changed=False,
+                                      proof="all-inputs")
             where = "" if len(topologies) == 1 else f" on topology {topology}"
             verdict.notes.append(f"the passes made no change{where}: the target is the source")
         else:
             verdict = _verify_bound(module, target, hlo_passes, topology, trials=trials,
                                     seed=seed, inputs=inputs, contract=contract, runner=runner,
-                                    timeout=timeout, checks=checks)
+                                    timeout=timeout, checks=checks, proof=proof)
             verdict.changed, verdict.rewrites = True, rewrites
             bound = bound or verdict.target is not target
             verdict.target = target
@@ -161,7 +167,8 @@ def check_pass(module: HloModule, passes: Any, topologies: Topologies = None, *,
 
 
 def _verify_bound(source: HloModule, target: HloModule, hlo_passes: Sequence[HloPass],
-                  topology: Topology, *, runner: Runner, **settings: Any) -> TopologyVerdict:
+                  topology: Topology, *, runner: Runner, proof: str = "auto",
+                  **settings: Any) -> TopologyVerdict:
     """``verify_topology`` of the rewrite, through the ``SourceBinding`` of the one pass that
     declares one (the compared pair, and the parameters held fixed on every device), if any.
     The verdict's target is the compared one (``check_pass`` puts the rewrite back)."""
@@ -176,7 +183,11 @@ def _verify_bound(source: HloModule, target: HloModule, hlo_passes: Sequence[Hlo
             Status.ERROR, UNSUPPORTED, f"the rewrite cannot be compared on topology {topology}: "
                                        f"{exc}")
     if not bindings:
-        return verify_topology(source, target, topology, runner=runner, **settings)
+        return _proved(source, target, verify_topology(source, target, topology, runner=runner,
+                                                       **settings),
+                       runner=runner, proof=proof, contract=settings["contract"],
+                       timeout=settings["timeout"], checks=settings["checks"],
+                       seed=settings["seed"])
     binding = bindings[0]
     if binding.problem is not None:
         return TopologyVerdict(topology, target=binding.target).fail(
@@ -190,6 +201,19 @@ def _verify_bound(source: HloModule, target: HloModule, hlo_passes: Sequence[Hlo
 
     return verify_topology(binding.source, binding.target, topology, runner=fixed_runner,
                            **settings)
+
+
+def _proved(source: HloModule, target: HloModule, verdict: TopologyVerdict, *,
+            contract: Contract, runner: Runner, timeout: float | None,
+            checks: Sequence[Check], seed: int, proof: str) -> TopologyVerdict:
+    """``verdict`` with its proof for all inputs (``verify.proof.with_proof``)."""
+    def verify(inputs: Sequence[Any]) -> TopologyVerdict:
+        return verify_topology(source, target, verdict.topology, trials=1, seed=seed,
+                               inputs=inputs, contract=contract, runner=runner,
+                               timeout=timeout, checks=checks)
+
+    return with_proof(source, target, verdict, verify=verify, exact=contract.name == "exact",
+                      mode=proof, seed=seed, timeout=timeout)
 
 
 def breaking_pass(module: HloModule, hlo_passes: Sequence[HloPass], topology: Topology,
@@ -264,7 +288,7 @@ def _pair_verifier(result: VerificationResult, runner: Runner,
         return check_modules(before, after, [topology], trials=result.trials, seed=result.seed,
                              inputs=inputs, contract=result.contract, runner=runner,
                              minimize=False, name=result.name, timeout=result.timeout,
-                             checks=checks)
+                             checks=checks, proof="sampled")
 
     return verify
 

@@ -118,6 +118,8 @@ class TopologyVerdict:
     target: HloModule | None = None
     changed: bool | None = None
     rewrites: list[str] = field(default_factory=list)
+    proof: str | None = None                    # a CORRECT verdict's kind: "all-inputs", "sampled"
+    proof_terms: int = 0                        # term-table size of the symbolic proof
 
     @property
     def ok(self) -> bool:
@@ -159,6 +161,15 @@ class VerificationResult:
     rewrites: list[str] = field(default_factory=list)
     changed: bool | None = None
     topology_results: list[TopologyVerdict] = field(default_factory=list)
+
+    @property
+    def proof(self) -> str | None:
+        """For a CORRECT result: "all-inputs" when every topology's verdict is proved for all
+        inputs (verify/proof.py), else "sampled"; None otherwise."""
+        if self.status is not Status.CORRECT:
+            return None
+        proofs = [v.proof for v in self.topology_results]
+        return "all-inputs" if proofs and all(p == "all-inputs" for p in proofs) else "sampled"
 
     @property
     def ok(self) -> bool:

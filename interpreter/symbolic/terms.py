@@ -1,0 +1,342 @@
+"""The term table: every symbolic element is an int64 handle to a hash-consed term.
+
+A term is a row ``(op, a, b)`` of three int64 columns. ``op`` indexes an operator signature
+(``TermTable.operator``: an opcode with its result and operand types and the attributes that
+change its meaning, a constant's dtype, a parameter leaf, a multiset); ``a`` and ``b`` are
+child handles or, for leaves, payloads (a variable's device and element, a constant's bits).
+Equal rows get the same handle (hash-consing), so two programs compute the same function on an
+element exactly when they end with the same handle there.
+
+Interning is vectorised: a batch of rows is looked up and inserted in an open-addressing table
+(linear probing over numpy arrays, at most half full) with one numpy pass per probe step, never
+a Python loop over elements. Handle 0 is reserved: it marks the zero rows the collectives fill
+in for devices that receive nothing, which the symbolic evaluator replaces by a zero constant.
+
+Normalisations (exact in IEEE arithmetic, nothing more): the two operands of add, multiply,
+minimum, maximum, and, or, xor are ordered; a reduction by one of those ops is a *multiset*
+term over its leaves, flattened through nested multisets of the same op and sorted, stored as a
+chain of pairs ``(chain, previous, leaf)`` ended by ``(multiset, chain, count)``. A multiset of
+one leaf is the leaf itself (a fold over one value does not apply the op).
+"""
+
+from __future__ import annotations
+
+from typing import Hashable
+
+import numpy as np
+
+__all__ = ["NONE", "TermTable"]
+
+NONE = -1  # the ``b`` column of a unary term
+_EMPTY = -1
+_K1 = np.uint64(0x9E3779B97F4A7C15)
+_K2 = np.uint64(0xC2B2AE3D27D4EB4F)
+_K3 = np.uint64(0x165667B19E3779F9)
+_K4 = np.uint64(0xFF51AFD7ED558CCD)
+
+
+def _mix(op: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each row (only chooses a slot: keys are compared exactly)."""
+    h = op.astype(np.uint64) * _K1
+    h ^= a.view(np.uint64) * _K2
+    h ^= b.view(np.uint64) * _K3
+    h ^= h >> np.uint64(29)
+    h *= _K4
+    h ^= h >> np.uint64(32)
+    return h
+
+
+class TermTable:
+    """Hash-consed terms; ``intern`` maps arrays of rows to arrays of handles."""
+
+    def __init__(self, capacity: int = 1 << 12) -> None:
+        self.operators: list[tuple] = []
+        self._operator_ids: dict[Hashable, int] = {}
+        self.size = 0
+        self._op = np.zeros(capacity, np.int64)
+        self._a = np.zeros(capacity, np.int64)
+        self._b = np.zeros(capacity, np.int64)
+        self._slots = np.full(2 * capacity, _EMPTY, np.int64)
+        self._leaf_start = np.full(capacity, -1, np.int64)
+        self._leaf_count = np.zeros(capacity, np.int64)
+        self._pool = np.zeros(1 << 10, np.int64)
+        self._pool_size = 0
+        self._multiset_of: dict[int, int] = {}  # multiset operator -> its chain operator
+        self._commutative: set[int] = set()
+        self._repeat: dict[int, tuple] = {}
+        filler = self.operator(("zero-fill",))
+        self.intern(filler, np.zeros(1, np.int64), np.zeros(1, np.int64))
+
+    # -- operators ---------------------------------------------------------------------------
+    def operator(self, signature: tuple, *, commutative: bool = False) -> int:
+        """The id of an operator signature (created on first use)."""
+        found = self._operator_ids.get(signature)
+        if found is None:
+            found = self._operator_ids[signature] = len(self.operators)
+            self.operators.append(signature)
+            if commutative:
+                self._commutative.add(found)
+        return found
+
+    def multiset_operator(self, signature: tuple, repeat: tuple | None = None) -> int:
+        """The id of a multiset (canonical reduction) operator, with its chain operator.
+
+        ``repeat = (multiply operator, numpy dtype, integral)`` for a sum: k copies of one leaf
+        are the term ``multiply(leaf, k)`` when that is exact — always for wrapping integers,
+        for floats when k is a power of two (pairwise doubling is exact, overflow included).
+        """
+        op = self.operator(("multiset", *signature))
+        if op not in self._multiset_of:
+            self._multiset_of[op] = self.operator(("chain", *signature))
+        if repeat is not None:
+            self._repeat[op] = repeat
+        return op
+
+    # -- interning ---------------------------------------------------------------------------
+    def intern(self, op: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Handles of the rows ``(op, a[i], b[i])`` (a and b broadcast), created where new."""
+        a, b = np.broadcast_arrays(np.asarray(a, np.int64), np.asarray(b, np.int64))
+        shape = a.shape
+        a = np.ascontiguousarray(a).reshape(-1)
+        b = np.ascontiguousarray(b).reshape(-1)
+        if op in self._commutative:
+            a, b = np.minimum(a, b), np.maximum(a, b)
+        ops = np.full(a.shape, op, np.int64)
+        handles = self._lookup(ops, a, b)
+        missing = np.flatnonzero(handles < 0)
+        if missing.size:
+            keys = np.stack([a[missing], b[missing]], axis=1)
+            unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+            created = self._append(np.full(len(unique), op, np.int64), unique[:, 0],
+                                   unique[:, 1])
+            handles[missing] = created[inverse.reshape(-1)]
+        return handles.reshape(shape)
+
+    def _lookup(self, op: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        mask = np.uint64(len(self._slots) - 1)
+        position = _mix(op, a, b) & mask
+        result = np.full(len(a), _EMPTY, np.int64)
+        pending = np.arange(len(a))
+        while pending.size:
+            slot = self._slots[position[pending].astype(np.int64)]
+            empty = slot < 0
+            safe = np.where(empty, 0, slot)
+            found = ~empty & (self._op[safe] == op[pending]) & (self._a[safe] == a[pending]) \
+                & (self._b[safe] == b[pending])
+            result[pending[found]] = slot[found]
+            pending = pending[~empty & ~found]
+            position[pending] = (position[pending] + np.uint64(1)) & mask
+        return result
+
+    def _append(self, op: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        count = len(op)
+        if self.size + count > len(self._op):
+            self._grow(self.size + count)
+        handles = np.arange(self.size, self.size + count, dtype=np.int64)
+        self._op[handles], self._a[handles], self._b[handles] = op, a, b
+        self.size += count
+        if 2 * self.size > len(self._slots):
+            self._rehash(4 * self.size)
+        else:
+            self._insert(handles)
+        return handles
+
+    def _grow(self, needed: int) -> None:
+        capacity = max(needed, 2 * len(self._op))
+        for name, fill in (("_op", 0), ("_a", 0), ("_b", 0), ("_leaf_start", -1),
+                           ("_leaf_count", 0)):
+            old = getattr(self, name)
+            new = np.full(capacity, fill, np.int64)
+            new[:len(old)] = old
+            setattr(self, name, new)
+
+    def _rehash(self, slots: int) -> None:
+        size = 1 << max(12, int(slots - 1).bit_length())
+        self._slots = np.full(size, _EMPTY, np.int64)
+        self._insert(np.arange(self.size, dtype=np.int64))
+
+    def _insert(self, handles: np.ndarray) -> None:
+        mask = np.uint64(len(self._slots) - 1)
+        position = _mix(self._op[handles], self._a[handles], self._b[handles]) & mask
+        pending = np.arange(len(handles))
+        while pending.size:
+            where = position[pending].astype(np.int64)
+            free = self._slots[where] < 0
+            candidates = pending[free]
+            taken, first = np.unique(where[free], return_index=True)
+            winners = candidates[first]
+            self._slots[taken] = handles[winners]
+            placed = np.zeros(len(handles), bool)
+            placed[winners] = True
+            pending = pending[~placed[pending]]
+            position[pending] = (position[pending] + np.uint64(1)) & mask
+
+    # -- leaves --------------------------------------------------------------------------------
+    def constants(self, values: np.ndarray) -> np.ndarray:
+        """Constant terms of ``values`` (keyed by dtype and bit pattern: -0.0 and NaN payloads
+        stay distinct)."""
+        values = np.ascontiguousarray(values)
+        dtype = values.dtype
+        op = self.operator(("constant", str(dtype)))
+        if dtype.kind == "c":
+            parts = values.view(f"u{dtype.itemsize // 2}").reshape(*values.shape, 2)
+            a, b = (parts[..., i].astype(np.uint64).view(np.int64) for i in (0, 1))
+            return self.intern(op, a, b)
+        bits = values.view(f"u{dtype.itemsize}") if dtype.itemsize in (1, 2, 4, 8) else \
+            values.astype(np.float64).view(np.uint64)
+        return self.intern(op, bits.astype(np.uint64).view(np.int64), np.zeros(1, np.int64))
+
+    def variables(self, signature: tuple, devices: np.ndarray | None,
+                  shape: tuple[int, ...]) -> np.ndarray:
+        """Fresh input variables: ``[len(devices), *shape]`` (one per device and element), or
+        ``shape`` when ``devices`` is None (one per element, the same on every device)."""
+        op = self.operator(("variable", *signature))
+        elements = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64)
+        if devices is None:
+            return self.intern(op, np.full(1, -1, np.int64), elements).reshape(shape)
+        rows = np.asarray(devices, np.int64)[:, None]
+        return self.intern(op, rows, elements[None, :]).reshape(len(rows), *shape)
+
+    # -- reductions ------------------------------------------------------------------------------
+    def multiset(self, op: int, children: np.ndarray) -> np.ndarray:
+        """One multiset term per row of ``children`` (shape ``(*batch, k)``): its leaves are the
+        children, with children that are multisets of ``op`` replaced by their leaves."""
+        chain = self._multiset_of[op]
+        children = np.asarray(children, np.int64)
+        batch, k = children.shape[:-1], children.shape[-1]
+        flat = children.reshape(-1, k)
+        rows = flat.shape[0]
+        if rows == 0:
+            return np.zeros(batch, np.int64)
+        nested = self._op[flat] == op
+        if nested.any():
+            matrix, lengths = self._flatten(flat, nested)
+        else:
+            matrix, lengths = flat, np.full(rows, k, np.int64)
+        matrix = np.sort(matrix, axis=1)  # padding (max int64) sorts last
+        head = matrix[:, 0].copy()
+        for i in range(1, matrix.shape[1]):
+            active = np.flatnonzero(lengths > i)
+            if active.size == 0:
+                break
+            head[active] = self.intern(chain, head[active], matrix[active, i])
+        result = head.copy()
+        several = np.flatnonzero(lengths > 1)
+        if op in self._repeat and several.size:
+            several = self._repeated(op, matrix, lengths, several, result)
+        if several.size:
+            before = self.size
+            made = self.intern(op, head[several], lengths[several])
+            result[several] = made
+            fresh = made >= before
+            if fresh.any():
+                self._store_leaves(made[fresh], matrix[several[fresh]], lengths[several[fresh]])
+        return result.reshape(batch)
+
+    def _repeated(self, op: int, matrix: np.ndarray, lengths: np.ndarray, rows: np.ndarray,
+                  result: np.ndarray) -> np.ndarray:
+        """Write ``multiply(leaf, k)`` into ``result`` for the rows of ``rows`` that hold k
+        copies of one leaf (where exact); the rows left to build as multisets."""
+        multiply, dtype, integral = self._repeat[op]
+        k = lengths[rows]
+        first = matrix[rows, 0]
+        valid = np.arange(matrix.shape[1])[None, :] < k[:, None]
+        same = np.where(valid, matrix[rows] == first[:, None], True).all(axis=1)
+        if not integral:
+            same &= (k & (k - 1)) == 0
+        if not same.any():
+            return rows
+        hit = rows[same]
+        factors = self.constants(np.asarray(lengths[hit]).astype(dtype))
+        result[hit] = self.intern(multiply, first[same], factors)
+        return rows[~same]
+
+    def _flatten(self, flat: np.ndarray, nested: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows of leaves (padded with int64 max) and their lengths."""
+        rows, k = flat.shape
+        counts = np.where(nested, self._leaf_count[flat], 1).reshape(-1)
+        starts = np.where(nested, self._leaf_start[flat], -1).reshape(-1)
+        children = flat.reshape(-1)
+        owner = np.repeat(np.arange(children.size), counts)
+        offset = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+        leaves = np.where(nested.reshape(-1)[owner],
+                          self._pool[np.maximum(starts[owner], 0) + offset], children[owner])
+        row = owner // k
+        lengths = np.bincount(row, minlength=rows).astype(np.int64)
+        column = np.arange(leaves.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        matrix = np.full((rows, int(lengths.max())), np.iinfo(np.int64).max, np.int64)
+        matrix[row, column] = leaves
+        return matrix, lengths
+
+    def _store_leaves(self, handles: np.ndarray, matrix: np.ndarray, lengths: np.ndarray
+                      ) -> None:
+        handles, first = np.unique(handles, return_index=True)
+        matrix, lengths = matrix[first], lengths[first]
+        total = int(lengths.sum())
+        if self._pool_size + total > len(self._pool):
+            pool = np.zeros(max(2 * len(self._pool), self._pool_size + total), np.int64)
+            pool[:self._pool_size] = self._pool[:self._pool_size]
+            self._pool = pool
+        starts = self._pool_size + np.cumsum(lengths) - lengths
+        valid = np.arange(matrix.shape[1])[None, :] < lengths[:, None]
+        self._pool[self._pool_size:self._pool_size + total] = matrix[valid]
+        self._leaf_start[handles] = starts
+        self._leaf_count[handles] = lengths
+        self._pool_size += total
+
+    # -- reading terms ---------------------------------------------------------------------------
+    def row(self, handle: int) -> tuple[tuple, int, int]:
+        """(operator signature, a, b) of one term."""
+        return self.operators[int(self._op[handle])], int(self._a[handle]), int(self._b[handle])
+
+    def leaves(self, handle: int) -> list[int] | None:
+        """A multiset term's leaves (None for other terms)."""
+        if self._leaf_count[handle] == 0:
+            return None
+        start = int(self._leaf_start[handle])
+        return self._pool[start:start + int(self._leaf_count[handle])].tolist()
+
+    def render(self, handle: int, limit: int = 160) -> str:
+        """A term as text (``add(p0[d1][3], c:f32=1)``), cut after about ``limit`` characters."""
+        out: list[str] = []
+        budget = [limit]
+
+        def emit(text: str) -> bool:
+            out.append(text)
+            budget[0] -= len(text)
+            return budget[0] > 0
+
+        def walk(h: int) -> bool:
+            signature, a, b = self.row(h)
+            kind = signature[0]
+            if kind == "variable":
+                where = "" if a < 0 else f"[d{a}]"
+                return emit(f"{signature[1]}{where}[{b}]")
+            if kind == "constant":
+                return emit(f"c:{signature[1]}#{a & 0xFFFFFFFFFFFFFFFF:x}")
+            if kind == "multiset":
+                if not emit(f"{signature[1]}{{"):
+                    return False
+                for i, leaf in enumerate(self.leaves(h) or ()):
+                    if (i and not emit(", ")) or not walk(leaf):
+                        return False
+                return emit("}")
+            if kind == "pair":
+                return walk(a) and emit(", ") and walk(b)
+            if not emit(f"{signature[1] if len(signature) > 1 else kind}(") or not walk(a):
+                return False
+            if b != NONE and (not emit(", ") or not walk(b)):
+                return False
+            return emit(")")
+
+        walk(int(handle))
+        text = "".join(out)
+        return text if budget[0] > 0 else text[:limit] + "..."
+
+    def ops_of(self, handles: np.ndarray) -> np.ndarray:
+        """The operator id of each handle."""
+        return self._op[handles]
+
+    def children(self, handles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The ``a`` and ``b`` columns of each handle."""
+        return self._a[handles], self._b[handles]

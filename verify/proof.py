@@ -1,0 +1,165 @@
+"""Proof for all inputs: the source and target run on symbols on every device of a topology.
+
+``prove(source, target, topology)`` runs both modules with ``interpreter.symbolic`` on one term
+table: each input element is a variable per (parameter, device, element), one per (parameter,
+element) for a leaf marked ``parameter_replication`` (what the sampled inputs do too).
+Equal handles on every output element of every device prove the target equal to the source for
+all inputs on that topology — modulo the reassociation of reductions (a reduction by add,
+multiply, min, max, and, or, xor is compared as the multiset of what it reduces; XLA leaves
+the order to the implementation). The outcome is ``"equal"``, ``"differ"`` (the first differing
+device, leaf, index and both terms) or ``"unsupported"`` (why symbolic execution stopped).
+
+``with_proof`` upgrades a sampled CORRECT verdict of an exact contract: equal -> ``proof`` is
+``"all-inputs"``; unsupported -> ``"sampled"`` with a note naming the construct; differ ->
+inputs that separate the terms (distinct random values per variable) are run through the
+ordinary checks: UNSOUND with that witness, else FAILED_TO_PROVE naming the difference.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from interpreter.errors import InterpreterError
+from interpreter.evaluator import time_limit
+from interpreter.symbolic import SymbolicUnsupported, TermTable, run_symbolic
+from neuron_sim.hlo.ir import HloModule
+from neuron_sim.topology import Topology
+from verify.inputs import parameter_replication
+from verify.result import Status, TopologyVerdict
+
+__all__ = ["PROOF_FAILED", "PROOF_MODES", "Proof", "prove", "separating_inputs", "with_proof"]
+
+PROOF_FAILED = "ERROR: Could not prove the target correct for all inputs"
+PROOF_MODES = ("auto", "symbolic", "sampled")
+WITNESS_TRIES = 3
+TERM_TEXT = 160
+
+
+@dataclass
+class Proof:
+    """The outcome of one symbolic comparison on one topology."""
+
+    outcome: str                 # "equal" | "differ" | "unsupported"
+    reason: str = ""             # why unsupported; the difference, when differ
+    device: int | None = None
+    leaf: int | None = None
+    index: tuple[int, ...] = ()
+    source_term: str = ""
+    target_term: str = ""
+    terms: int = 0               # term-table size
+    seconds: float = 0.0
+
+
+def replication_flags(module: HloModule) -> list[tuple[bool, ...]]:
+    """Per entry parameter, per leaf: is it declared replicated?"""
+    return [parameter_replication(p) for p in module.entry.parameters]
+
+
+def prove(source: HloModule, target: HloModule, topology: Topology, *,
+          timeout: float | None = None) -> Proof:
+    """Compare ``source`` and ``target`` symbolically on every device of ``topology``."""
+    start = time.perf_counter()
+    table = TermTable()
+    flags = replication_flags(source)
+    try:
+        with time_limit(timeout):
+            left = run_symbolic(source, topology, table, flags)
+            right = run_symbolic(target, topology, table, flags)
+    except SymbolicUnsupported as exc:
+        return Proof("unsupported", str(exc), terms=table.size,
+                     seconds=time.perf_counter() - start)
+    except InterpreterError as exc:
+        return Proof("unsupported", f"the symbolic run failed: {exc}", terms=table.size,
+                     seconds=time.perf_counter() - start)
+    if len(left) != len(right) or any(a.shape != b.shape for a, b in zip(left, right)):
+        return Proof("unsupported", "the source and target results differ in shape",
+                     terms=table.size, seconds=time.perf_counter() - start)
+    for leaf, (a, b) in enumerate(zip(left, right)):
+        differs = a != b
+        if differs.any():
+            where = tuple(int(i) for i in np.argwhere(differs)[0])
+            device, index = where[0], where[1:]
+            s_term = table.render(a[where], TERM_TEXT)
+            t_term = table.render(b[where], TERM_TEXT)
+            return Proof("differ", f"device {device}, output {leaf} index {list(index)}: "
+                                   f"source {s_term}, target {t_term}",
+                         device=device, leaf=leaf, index=index, source_term=s_term,
+                         target_term=t_term, terms=table.size,
+                         seconds=time.perf_counter() - start)
+    return Proof("equal", terms=table.size, seconds=time.perf_counter() - start)
+
+
+def separating_inputs(module: HloModule, topology: Topology, seed: int) -> list[Any]:
+    """Distinct random values for every input variable (floats from a normal distribution,
+    integers from a wide range), shaped per device unless the leaf is declared replicated: two
+    different terms over the variables almost surely take different values on them."""
+    rng = np.random.default_rng(seed)
+    values = []
+    for param, flags in zip(module.entry.parameters, replication_flags(module)):
+        leaves = param.shape.leaves() if param.shape.is_tuple else [param.shape]
+        made = []
+        for position, shape in enumerate(leaves):
+            dims = tuple(shape.dims) if shape.is_array else (0,)
+            replicated = flags[position] if position < len(flags) else False
+            full = dims if replicated else (topology.num_devices, *dims)
+            dtype = shape.element_type.numpy_dtype if shape.is_array else np.dtype(bool)
+            made.append(_random(rng, full, np.dtype(dtype)))
+        values.append(tuple(made) if param.shape.is_tuple else made[0])
+    return values
+
+
+def _random(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    if dtype == np.bool_:
+        return rng.integers(0, 2, shape).astype(bool)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        low, high = max(int(info.min), -(1 << 20)), min(int(info.max), 1 << 20)
+        return rng.integers(low, high, shape, endpoint=True).astype(dtype)
+    if dtype.kind == "c":
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def with_proof(source: HloModule, target: HloModule, verdict: TopologyVerdict, *,
+               verify: Callable[[Sequence[Any]], TopologyVerdict], exact: bool,
+               mode: str = "auto", seed: int = 0, timeout: float | None = None
+               ) -> TopologyVerdict:
+    """``verdict`` (a sampled one) with its proof: see the module docstring. ``verify(inputs)``
+    runs the ordinary checks on given inputs; ``exact``: the contract is exact equality."""
+    if mode == "sampled" or verdict.status is not Status.CORRECT:
+        if verdict.status is Status.CORRECT:
+            verdict.proof = "sampled"
+        return verdict
+    topology = verdict.topology
+    if not exact:
+        verdict.proof = "sampled"
+        verdict.notes.append(f"no proof for all inputs on topology {topology}: the contract "
+                             "allows differences, the symbolic proof compares exactly")
+        return verdict
+    proof = prove(source, target, topology, timeout=timeout)
+    verdict.proof_terms = proof.terms
+    if proof.outcome == "equal":
+        verdict.proof = "all-inputs"
+        return verdict
+    if proof.outcome == "unsupported":
+        if mode == "symbolic":
+            verdict.proof = None
+            return verdict.fail(Status.FAILED_TO_PROVE, PROOF_FAILED,
+                                f"on topology {topology}, no symbolic proof: {proof.reason}")
+        verdict.proof = "sampled"
+        verdict.notes.append(f"no proof for all inputs on topology {topology}: {proof.reason}")
+        return verdict
+    for attempt in range(WITNESS_TRIES):
+        found = verify(separating_inputs(source, topology, seed + attempt))
+        if found.status is Status.UNSOUND:
+            found.notes.append(f"the symbolic terms differ on topology {topology} ({proof.reason}); "
+                               "these inputs separate them")
+            return found
+    verdict.proof = None
+    return verdict.fail(Status.FAILED_TO_PROVE, PROOF_FAILED,
+                        f"on topology {topology}, the terms differ at {proof.reason}; no "
+                        f"input tried separates them")
