@@ -524,7 +524,11 @@ def _assembled(ring: _Loop, topology: Topology) -> np.ndarray | None:
         slots = devices.slots(ring.step, encoder)
         if slots is None:
             return None
-        received = _holders_after_permute(ring, topology, holder)
+        try:
+            received = _holders_after_permute(ring, topology, holder)
+        except ValueError as why:
+            _LOG.debug("the ring's pairs do not fit the topology: %s", why)
+            return None
         final[rows, slots] = received if ring.permuted_write else holder
         holder = received
         next_state = {}

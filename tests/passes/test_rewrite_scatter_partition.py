@@ -1,8 +1,10 @@
 """RewriteScatterPartition: reshape(psum of a zero buffer with each shard in its slot) ->
-reshape(all-gather(shard)), only when each device's slot is its position in its group.
+reshape(all-gather(shard)), only when each device's slot is its position in its group; and the
+collective-permute ring in a while loop -> all-gather, only when the loop, run on every device,
+leaves every group member's shard in its slot.
 
-Expected values: JAX's outputs for the same idiom (spmd_scatter_partition_psum_1d: every
-device holds the 8 shards in order) and hand derivations in the docstrings.
+Expected values: JAX's outputs for the same idioms (spmd_scatter_partition_*: every device
+holds the shards of its ring in order) and hand derivations in the docstrings.
 """
 
 from __future__ import annotations
@@ -148,10 +150,150 @@ def test_the_slot_is_checked_on_the_pass_topology():
     assert rewritten(module.clone(), Topology(4, 2))[0]
 
 
-def test_the_jax_loop_forms_are_left_alone():
-    """XLA:CPU fuses the JAX ring (a collective-permute in a while body writing a fused
-    dynamic-update-slice) and the psum assembly (a fused dynamic-update-slice): neither
-    unfused idiom appears, so the pass does not fire (the loop pattern is not implemented)."""
-    for name in ("spmd_scatter_partition_ring_1d", "spmd_scatter_partition_psum_1d"):
-        module = parse_module_file(JAX_CORPUS / f"{name}.hlo")
-        assert not get_pass(KEY).run(module)
+RING_1D = JAX_CORPUS / "spmd_scatter_partition_ring_1d.hlo"
+RING_2X4 = JAX_CORPUS / "spmd_scatter_partition_ring_y_2x4.hlo"
+PSUM_1D = JAX_CORPUS / "spmd_scatter_partition_psum_1d.hlo"
+REVERSED = Topology(1, 8, ((7, 6, 5, 4, 3, 2, 1, 0),))
+
+
+def _gathers(module):
+    return [i for c in module.computations for i in c.instructions
+            if i.opcode is Opcode.ALL_GATHER]
+
+
+@pytest.mark.parametrize("path, topology, groups", [
+    (RING_1D, None, ((0, 1, 2, 3, 4, 5, 6, 7),)),
+    (RING_1D, Topology(2, 8), (tuple(range(8)), tuple(range(8, 16)))),
+    (RING_2X4, None, ((0, 1, 2, 3), (4, 5, 6, 7))),
+    (RING_2X4, Topology(2, 8), ((0, 1, 2, 3), (4, 5, 6, 7), (8, 9, 10, 11), (12, 13, 14, 15))),
+])
+def test_the_jax_ring_becomes_one_all_gather_over_the_ring(path, topology, groups):
+    """Hand derivation: device i starts with its shard in slot i (``axis_index``); step k
+    receives the shard from i-k-1 (pairs {j, j+1 mod n} over partitions, per replica) and
+    writes it to slot (i-k-1) mod n, k = 0..n-2: slot j holds ring member j. So the group is
+    the ring in partition order, one per replica (flattened ids r*P + p), n = 8 or 4."""
+    module = parse_module_file(path)
+    changed, module = rewritten(module, topology)
+    assert changed
+    (gather,) = _gathers(module)
+    assert gather.replica_groups.groups == groups and gather.use_global_device_ids
+    assert gather.dimensions == (0,) and gather.operand(0).operand(0).name == "param.3"
+    assert not any(i.opcode in (Opcode.WHILE, Opcode.COLLECTIVE_PERMUTE)
+                   for i in module.entry.instructions)
+
+
+@pytest.mark.parametrize("name", ["spmd_scatter_partition_ring_1d",
+                                  "spmd_scatter_partition_ring_y_2x4",
+                                  "spmd_scatter_partition_psum_1d"])
+def test_the_rewritten_jax_dumps_match_jax(name):
+    module = parse_module_file(JAX_CORPUS / f"{name}.hlo")
+    assert get_pass(KEY).run(module)
+    data = read_npz(JAX_CORPUS / f"{name}.npz")
+    got, = interpreter.run(module, [data["arg0"]])
+    np.testing.assert_array_equal(got, data["out0"])
+
+
+@pytest.mark.parametrize("path, topologies", [
+    (RING_1D, [Topology(1, 8), REVERSED, Topology(2, 8)]),
+    (RING_2X4, [Topology(1, 8), REVERSED, Topology(2, 8)]),
+    (PSUM_1D, [Topology(1, 8), REVERSED]),
+])
+def test_verify_is_correct_on_the_jax_dumps(path, topologies):
+    result = check_pass(parse_module_file(path), KEY, topologies, trials=2)
+    assert result.status is Status.CORRECT, result.detail
+
+
+def _ring(*edits: tuple[str, str]):
+    text = RING_1D.read_text()
+    for old, new in edits:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    return parse_module(text)
+
+
+PAIRS = "{{0,1},{1,2},{2,3},{3,4},{4,5},{5,6},{6,7},{7,0}}"
+REVERSED_PAIRS = "{{1,0},{2,1},{3,2},{4,3},{5,4},{6,5},{7,6},{0,7}}"
+TRIPS = "%constant.29.clone.5 = s32[] constant(7)"
+STEP_OFFSET = "%constant.39.clone.9 = s32[] constant(-1)"
+INITIAL_SLOT = "dynamic-update-slice(%param_0.1, %bitcast.4, %select_n.37,"
+
+RING_NEAR_MISSES = {
+    # n-2 steps: slot i+1 of device i is never written (stays zero)
+    "one step short": [(TRIPS, "%constant.29.clone.5 = s32[] constant(6)")],
+    # the ring turns the other way but the slots still count down: step k brings i+k+1
+    "ring reversed, slots not": [(PAIRS, REVERSED_PAIRS)],
+    # slot (i-k) mod n receives the shard of i-k-1
+    "slot off by one": [(STEP_OFFSET, "%constant.39.clone.9 = s32[] constant(0)")],
+    # the own shard goes to slot 0; slot i is never written
+    "initial write in slot 0": [(INITIAL_SLOT, INITIAL_SLOT.replace("%select_n.37,",
+                                                                   "%constant.30.clone.2,"))],
+    # replica-id is 0 on a 1x8 topology: every device's own slot is 0
+    "replica-id slot": [("%axis_index.12 = u32[] partition-id()",
+                         "%axis_index.12 = u32[] replica-id()")],
+    # no pair {7,0}: device 0 receives zeros every step
+    "broken ring": [(",{7,0}}", "}")],
+}
+
+FORCED_RING = """HloModule forced, num_partitions=8
+ENTRY %main (x: f32[2,3]) -> f32[16,3] {
+  %x = f32[2,3] parameter(0)
+  %shard = f32[1,2,3] reshape(%x)
+  %g = f32[8,2,3] all-gather(%shard), channel_id=1, replica_groups={{0,1,2,3,4,5,6,7}}, dimensions={0}, use_global_device_ids=true
+  ROOT %out = f32[16,3] reshape(%g)
+}
+"""
+
+
+@pytest.mark.parametrize("case", sorted(RING_NEAR_MISSES))
+def test_ring_near_misses_are_declined_and_their_forced_rewrite_is_unsound(case):
+    """Each edit of the JAX ring breaks one condition (trip count, ring direction, slot
+    formula, initial write, device id, ring membership); the all-gather the pass would build
+    for the unedited ring (hand-written above) differs from the edited loop."""
+    module = _ring(*RING_NEAR_MISSES[case])
+    before = print_module(module)
+    changed, _ = rewritten(module)
+    assert not changed and print_module(module) == before
+    result = check_modules(module, parse_module(FORCED_RING), trials=2,
+                           contract=get_pass(KEY).contract, minimize=False)
+    assert result.status is Status.UNSOUND, case
+
+
+@pytest.mark.parametrize("case, edits", [
+    # n steps: the last one brings each device its own shard back to slot i
+    ("n steps", [(TRIPS, "%constant.29.clone.5 = s32[] constant(8)")]),
+    # the other direction with slots counting up: step k brings i+k+1 to slot (i+k+1) mod n
+    ("reversed ring, slots up", [(PAIRS, REVERSED_PAIRS),
+                                 ("%sub.14 = s32[] subtract(%param_1.1, %param_2.5)",
+                                  "%sub.14 = s32[] add(%param_1.1, %param_2.5)"),
+                                 (STEP_OFFSET, "%constant.39.clone.9 = s32[] constant(1)")]),
+])
+def test_ring_variants_that_still_assemble_the_ring_are_rewritten_and_correct(case, edits):
+    module = _ring(*edits)
+    changed, target = rewritten(module.clone())
+    assert changed, case
+    (gather,) = _gathers(target)
+    assert gather.replica_groups.groups == (tuple(range(8)),)
+    result = check_pass(module, KEY, [Topology(1, 8), Topology(2, 8)], trials=2)
+    assert result.status is Status.CORRECT, result.detail
+
+
+def test_a_ring_that_does_not_fit_the_topology_is_declined():
+    """Pairs over partitions 0..7 name no device on 4 partitions: declined, not raised."""
+    assert not rewritten(parse_module_file(RING_2X4), Topology(2, 4))[0]
+
+
+def test_the_trip_count_comes_from_the_condition_not_the_backend_config():
+    """The edited condition runs 6 steps while backend_config still says n=7: declined."""
+    module = _ring((TRIPS, "%constant.29.clone.5 = s32[] constant(6)"))
+    assert '"known_trip_count":{"n":"7"}' in print_module(module)
+    assert not rewritten(module)[0]
+
+
+def test_a_bitcast_that_is_not_a_reshape_is_declined():
+    """psum fixture with the final reshape a transposing bitcast ({0,1} layout on f32[16,3]):
+    its elements are not the buffer's row-major order, so it is no reshape of the gather."""
+    text = fixture_path("scatter_partition/psum_assembly_1x8.hlo").read_text()
+    line = next(ln for ln in text.splitlines() if "ROOT" in ln and "reshape(" in ln)
+    bitcast = line.replace("f32[16,3]", "f32[16,3]{0,1}").replace("reshape(", "bitcast(")
+    module = parse_module(text.replace(line, bitcast))
+    assert not rewritten(module)[0]
