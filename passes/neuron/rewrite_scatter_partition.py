@@ -8,33 +8,36 @@ scatter-style partition built from collectives + reshapes around a loop"; the ex
 ``CreateReshape(final_shape, all-gather)`` and replaces the operand with it. The seed gives no
 shapes, no offsets and no group rule.
 
-Our reading (seed status "inferred"): the one idiom we accept is the all-reduce form of
-assembling a partition, what ``psum`` of a zero buffer holding the local shard in its slot
-lowers to (``scripts/jax_programs/scatter_partition.py``)::
+Our reading (seed status "inferred"): two idioms that assemble every shard of a group on every
+device, as JAX writes them (``scripts/jax_programs/scatter_partition.py``) and XLA:CPU compiles
+them. A "block write" is ``dynamic-update-slice(buf, reshape(v), start, ...)`` of a ``[1, ...]``
+block into an ``[n, ...]`` buffer, or a fusion whose root is one (its parameters followed out;
+copies and row-major bitcasts count as reshapes); the other starts are clamped to 0 whatever
+they are. Slots are index computations read with ``passes/analysis/index_encoding`` (HLO's
+integer semantics) and evaluated on every device of the pass's topology, clamped to [0, n-1].
 
-    %z   = broadcast(constant(0))                                  zero buffer [n, ...]
-    %buf = dynamic-update-slice(%z, %u, slot, 0, ..., 0)           %u is [1, ...]
-    %ar  = all-reduce(%buf), to_apply = add                         one operand
-    %r   = reshape(%ar)  (or bitcast)                               the matched instruction
-  ->
-    %r   = reshape(all-gather(%u), dimensions={0}, the all-reduce's channel_id, groups and
-                   use_global_device_ids)
-
-accepted only when every group of the all-reduce on the topology the pass runs for has n
-devices and, on every device d, ``clamp(slot(d), 0, n-1) == position(d)``, where slot is
-partition-id or replica-id behind at most one convert. Then block j of the sum is the shard of
-the device at position j, exactly what the all-gather places there. The other start indices
-must be constant 0 and the broadcast scalar a zero. Groups already physical are declined.
-
-Not implemented: the loop forms (a collective-permute ring or an all-gather inside a while
-loop whose get-tuple-element is reshaped, pattern_one); XLA:CPU fuses the JAX ring into a
-while body with a fused dynamic-update-slice, and proving that loop assembles an all-gather is
-not a seed check. Those modules are left unchanged.
+1. The psum form: ``reshape(all-reduce(add, write(broadcast(0), shard, slot)))`` (the broadcast
+   maybe in its own fusion) -> ``reshape(all-gather(shard))`` with the all-reduce's channel,
+   groups and ``use_global_device_ids``, when every group has n devices and every device's slot
+   is its position in its group.
+2. The loop form (pattern_one's while / get-tuple-element chain): ``get-tuple-element(while(
+   tuple(...)), index=b)`` whose body sets element b to a block write into element b of the
+   shard element s (before or after the permute), element s to ``collective-permute(element s)``
+   and every other element to itself or to a scalar integer; no side effect in body or
+   condition. The initial buffer may be a block write of the initial shard. We run the loop's
+   scalar state (counter, invariants) on every device: the condition must give one value on
+   every device each step and stop within n steps; each step's slot is evaluated, and whose
+   shard each device holds follows the permute's pairs in its group mode (no pair: zeros). The
+   rewrite happens only if, at the end, every device's buffer holds n distinct devices' shards,
+   its own among them, and every one of those devices holds the same list: that list is then
+   an all-gather group in position order, and ``all-gather(reshape(initial shard))`` with those
+   groups (FlattenedID, a new channel_id) equals the loop on every device — exactly.
 
 Known unsafety / contract: the sum adds zeros, so a ``-0`` shard comes out ``+0`` in the source
 (``+0 + -0 = +0``) and ``-0`` after the rewrite: the contract is exact except that a ``+0`` may
-become ``-0``. The check of the slot against the position is ours; the seed's matcher tests
-opcodes only.
+become ``-0`` (the loop form is exact). The groups are flattened ids of the pass's topology: the
+rewritten module is for that topology only (as every check here is). The seed's matcher tests
+opcodes only; every check of slots, trip count and ring is ours. Physical groups are declined.
 """
 
 from __future__ import annotations
