@@ -29,6 +29,7 @@ import interpreter.commands
 import neuron_sim.check_command
 import passes.commands
 import verify.commands
+import verify.fuzz.commands
 import verify.schedule.commands
 import verify.sweep.commands
 import verify.symbolic.commands
@@ -41,7 +42,7 @@ from neuron_sim.outputs import discard_pending_writes
 # The packages' subcommands, in help order.
 COMMAND_MODULES = (neuron_sim.check_command, interpreter.commands, passes.commands,
                    verify.commands, verify.symbolic.commands,
-                   verify.schedule.commands, verify.sweep.commands)
+                   verify.schedule.commands, verify.sweep.commands, verify.fuzz.commands)
 
 # What MPI launchers put in each process's environment: the process count (MPICH and Intel
 # MPI's hydra, Open MPI, MVAPICH; MPI_LOCALNRANKS is hydra's count on this host) and the rank.
