@@ -3,33 +3,41 @@
     python scripts/closer_corpus.py [--only PREFIX ...] [--trials N] [--json OUT.json]
 
 For each runnable module (MANIFEST.json ``runnable``) on its header's topology: the closer
-without InjectNumericalErrors, verified under its composed contract (CORRECT, UNSOUND with the
-first breaking pass and the counterexample, or no verdict), with the closer's wall time; then
-the closer with InjectNumericalErrors (``targets=root``), which must be UNSOUND on every module it
-changes. A pass of the closer that is not registered is reported and left out. Prints one line
-per module and the counts; exit code 1 if a positive control went undetected.
+without InjectNumericalErrors, verified under its composed contract — CORRECT, UNSOUND (with the
+first breaking pass and the counterexample) or ERROR (with the pass that raised, or the reason)
+— and the closer's wall time on that topology; then the closer with InjectNumericalErrors
+(``targets=root``), which must be UNSOUND on every module it changes. Where the drawn inputs
+leave nothing to compare (a loop that does not end on them: FAILED_TO_PROVE), the module is
+verified again on the inputs JAX ran it on (its ``.npz``). A module whose verification raises is
+an ERROR record, not a crash. Prints one line per module and the counts; exit code 1 if the
+closer is UNSOUND somewhere or a positive control went undetected.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from neuron_sim.hlo import parse_module_file  # noqa: E402
+from neuron_sim.hlo import HloModule, parse_module_file  # noqa: E402
+from neuron_sim.io import read_npz  # noqa: E402
+from neuron_sim.topology import Topology  # noqa: E402
 from passes import PassContext, PassPipeline  # noqa: E402
 from passes.pipelines import PIPELINES  # noqa: E402
 from passes.registry import pass_keys  # noqa: E402
 from verify.api import check_pass  # noqa: E402
-from verify.result import Status  # noqa: E402
+from verify.result import Status, VerificationResult  # noqa: E402
 
 CORPUS = ROOT / "tests" / "data" / "jax"
 INJECT = "aws_neuron_inject_numerical_errors"
+CONTROL_OPTIONS = {f"{INJECT}.targets": "root"}
 
 
 def closer_keys(with_inject: bool) -> tuple[list[str], list[str]]:
@@ -40,33 +48,97 @@ def closer_keys(with_inject: bool) -> tuple[list[str], list[str]]:
 
 
 def runnable_modules(only: list[str]) -> list[str]:
+    """Names of the corpus's runnable modules, those starting with a prefix of ``only`` if any."""
     manifest = json.loads((CORPUS / "MANIFEST.json").read_text())
     return [case["name"] for case in manifest if case.get("runnable")
             and (not only or any(case["name"].startswith(p) for p in only))]
 
 
-def verify_module(name: str, trials: int) -> dict:
+def jax_inputs(name: str) -> list[Any]:
+    """The inputs JAX ran module ``name`` on (``argI`` of its .npz), in parameter order."""
+    arrays = read_npz(CORPUS / f"{name}.npz")
+    return [arrays[f"arg{i}"] for i in range(sum(k.startswith("arg") for k in arrays))]
+
+
+def timed_closer(module: HloModule, keys: list[str]) -> tuple[float, str | None]:
+    """The closer's wall time on a copy of ``module`` on its header's topology, and the key of
+    the pass that raised (None if none did)."""
+    pipeline = PassPipeline(keys, name="neuron-closer")
+    topology = Topology(module.replica_count, module.num_partitions)
+    started = time.perf_counter()
+    try:
+        pipeline.run(module.clone(), PassContext(topology=topology))
+    except Exception:  # noqa: BLE001 - check_pass reports the failure as the ERROR verdict
+        return time.perf_counter() - started, keys[len(pipeline.results)]
+    return time.perf_counter() - started, None
+
+
+def verified(name: str, module: HloModule, keys: list[str], trials: int,
+             **settings: Any) -> tuple[VerificationResult, bool]:
+    """``check_pass`` on drawn inputs, again on JAX's inputs if the drawn ones compared nothing;
+    the result and whether JAX's inputs decided it."""
+    result = check_pass(module, keys, None, trials=trials, minimize=False, **settings)
+    if result.status is Status.FAILED_TO_PROVE:
+        return check_pass(module, keys, None, inputs=jax_inputs(name), minimize=False,
+                          **settings), True
+    return result, False
+
+
+def verify_module(name: str, trials: int) -> dict[str, Any]:
     """One module's record: the closer's verdict and time, and the positive control's."""
     module = parse_module_file(str(CORPUS / f"{name}.hlo"))
     keys, _ = closer_keys(with_inject=False)
-    started = time.perf_counter()
-    try:
-        PassPipeline(keys).run(module.clone(), PassContext())
-    except Exception:  # noqa: BLE001 - check_pass reports the failing pass as an ERROR verdict
-        pass
-    seconds = time.perf_counter() - started
-    result = check_pass(module, keys, None, trials=trials, minimize=False,
-                        name_breaking_pass=True)
+    seconds, failing_pass = timed_closer(module, keys)
+    result, on_jax_inputs = verified(name, module, keys, trials, name_breaking_pass=True)
     record = {"module": name, "status": str(result.status), "closer_seconds": seconds,
               "changed": bool(result.changed), "breaking_pass": result.breaking_pass,
-              "error_line": result.error_line, "detail": result.detail[:300]}
+              "failing_pass": failing_pass, "on_jax_inputs": on_jax_inputs,
+              "error_line": result.error_line, "detail": result.detail[:400]}
+    if result.counterexample is not None:
+        record["counterexample"] = str(result.counterexample)[:400]
     inject_keys, _ = closer_keys(with_inject=True)
-    control = check_pass(module, inject_keys, None, trials=trials, minimize=False,
-                         pass_options={f"{INJECT}.targets": "root"})
+    control, _ = verified(name, module, inject_keys, trials, pass_options=CONTROL_OPTIONS)
     record["control_status"] = str(control.status)
     record["control_changed"] = bool(control.changed)
     record["control_detected"] = (not control.changed) or control.status is Status.UNSOUND
     return record
+
+
+def crashed_record(name: str, exc: Exception) -> dict[str, Any]:
+    """The record of a module whose verification raised: an ERROR with the reason."""
+    reason = f"{type(exc).__name__}: {exc}"[:400]
+    return {"module": name, "status": "ERROR", "closer_seconds": None, "changed": False,
+            "breaking_pass": None, "failing_pass": None, "on_jax_inputs": False,
+            "error_line": "ERROR: the verification raised", "detail": reason,
+            "control_status": "ERROR", "control_changed": False, "control_detected": False}
+
+
+def record_line(record: dict[str, Any]) -> str:
+    """One line per module: verdict, who broke or failed it, time, the control's verdict."""
+    why = (f" broken by {record['breaking_pass']}" if record["breaking_pass"] else
+           f" ({record['failing_pass']} raised)" if record["failing_pass"] else
+           f" ({record['detail']})" if record["status"] == "ERROR" else "")
+    jax = ", on JAX's inputs" if record["on_jax_inputs"] else ""
+    took = (f"closer {record['closer_seconds'] * 1e3:.0f} ms, "
+            if record["closer_seconds"] is not None else "")
+    return (f"{record['module']}: {record['status']}{why} ({took}"
+            f"{'changed' if record['changed'] else 'no change'}{jax}); control "
+            f"{record['control_status']}{'' if record['control_detected'] else ' UNDETECTED'}")
+
+
+def summary(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Counts per verdict, the positive control's counts and the closer's wall times."""
+    counts: dict[str, int] = {}
+    for record in records:
+        counts[record["status"]] = counts.get(record["status"], 0) + 1
+    changed = [r for r in records if r["control_changed"]]
+    times = [r["closer_seconds"] for r in records if r["closer_seconds"] is not None]
+    return {"modules": len(records), "counts": counts,
+            "control_changed": len(changed),
+            "control_unsound": sum(r["control_status"] == "UNSOUND" for r in changed),
+            "control_undetected": [r["module"] for r in records if not r["control_detected"]],
+            "median_ms": statistics.median(times) * 1e3 if times else None,
+            "max_ms": max(times) * 1e3 if times else None}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,25 +152,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"not registered, left out: {', '.join(missing)}")
     records = []
     for name in runnable_modules(args.only):
-        record = verify_module(name, args.trials)
+        try:
+            record = verify_module(name, args.trials)
+        except Exception as exc:  # noqa: BLE001 - one module's crash is its ERROR verdict
+            record = crashed_record(name, exc)
         records.append(record)
-        extra = f" broken by {record['breaking_pass']}" if record["breaking_pass"] else ""
-        print(f"{name}: {record['status']}{extra} (closer {record['closer_seconds'] * 1e3:.0f} ms"
-              f"{', changed' if record['changed'] else ', no change'}); control "
-              f"{record['control_status']}{'' if record['control_detected'] else ' UNDETECTED'}")
-    counts: dict[str, int] = {}
-    for record in records:
-        counts[record["status"]] = counts.get(record["status"], 0) + 1
-    undetected = [r["module"] for r in records if not r["control_detected"]]
-    times = sorted(r["closer_seconds"] for r in records)
-    print(f"{len(records)} modules: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-          + f"; positive control undetected on {len(undetected)}"
-          + (f"; closer time median {times[len(times) // 2] * 1e3:.0f} ms, max "
-             f"{times[-1] * 1e3:.0f} ms" if times else ""))
+        print(record_line(record), flush=True)
+    totals = summary(records)
+    timing = (f"; closer time median {totals['median_ms']:.0f} ms, max {totals['max_ms']:.0f} ms"
+              if totals["median_ms"] is not None else "")
+    print(f"{totals['modules']} modules: "
+          + ", ".join(f"{n} {s}" for s, n in sorted(totals["counts"].items()))
+          + f"; positive control changed {totals['control_changed']}, UNSOUND on "
+          f"{totals['control_unsound']}, undetected on {len(totals['control_undetected'])}"
+          + timing)
     if args.json:
-        Path(args.json).write_text(json.dumps({"records": records, "counts": counts,
+        Path(args.json).write_text(json.dumps({"records": records, "summary": totals,
                                                "missing": missing}, indent=1))
-    return 1 if undetected else 0
+    unsound = totals["counts"].get("UNSOUND", 0)
+    return 1 if totals["control_undetected"] or unsound else 0
 
 
 if __name__ == "__main__":
