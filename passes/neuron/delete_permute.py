@@ -92,8 +92,8 @@ def identity_violation(inst: HloInstruction, topology: Topology) -> str | None:
                           inst.use_global_device_ids)
         if inst.opcode is Opcode.ALL_REDUCE:
             groups = inst.get("replica_groups", ReplicaGroups())
-            return _all_reduce_violation(mode, groups,
-                                         participant_groups(mode, groups, topology), topology)
+            return all_reduce_violation(mode, groups,
+                                        participant_groups(mode, groups, topology), topology)
         pairs = inst.get("source_target_pairs", SourceTargetPairs())
         return _permute_violation(mode, pairs,
                                   permute_pairs_flattened(mode, pairs, topology), topology)
@@ -109,8 +109,15 @@ def _ids(values: list[int]) -> str:
     return ",".join(map(str, values))
 
 
-def _all_reduce_violation(mode: GroupMode, groups: ReplicaGroups,
-                          participants: list[tuple[int, ...]], topology: Topology) -> str | None:
+def all_reduce_violation(mode: GroupMode, groups: ReplicaGroups,
+                         participants: list[tuple[int, ...]], topology: Topology) -> str | None:
+    """Why a grouped collective (``replica_groups`` read in ``mode``, giving ``participants``
+    on ``topology``) is not the identity: a device in no group, or the first group with more
+    than one participant, in the words of ``identity_violation``; None if every device is alone
+    in its group (the collective returns its operand everywhere).
+
+    Shared by DeletePermute (all-reduce) and StripTrivialCollectives (every grouped collective),
+    so both judge a group of one by the same rule."""
     covered = {f for group in participants for f in group}
     missing = [f for f in range(topology.num_devices) if f not in covered]
     if missing:

@@ -34,7 +34,7 @@ from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.replica_groups import ReplicaGroups
 from neuron_sim.topology import Topology, group_mode, participant_groups
 from passes.base import OpExpanderPass, SeedStatus
-from passes.neuron.delete_permute import (DELETED_OPCODES, _all_reduce_violation,
+from passes.neuron.delete_permute import (DELETED_OPCODES, all_reduce_violation,
                                           describe_deletion, identity_violation)
 
 SEED = ("hlo-misc-cleanup-sweep.txt § Abstract (strip trivial single-device collectives), §1 "
@@ -58,8 +58,8 @@ def trivial_collective_violation(inst: HloInstruction, topology: Topology) -> st
         mode = group_mode(inst.opcode.spelling, inst.channel_id is not None,
                           inst.use_global_device_ids)
         groups = inst.get("replica_groups", ReplicaGroups())
-        return _all_reduce_violation(mode, groups, participant_groups(mode, groups, topology),
-                                     topology)
+        return all_reduce_violation(mode, groups, participant_groups(mode, groups, topology),
+                                    topology)
     except ValueError as exc:
         return f"its groups are not valid on {topology}: {exc}"
 
