@@ -46,6 +46,18 @@ def _mix(op: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return h
 
 
+def _distinct_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of the first occurrence of each distinct pair ``(a[i], b[i])`` and, for every
+    i, the number of its pair among them."""
+    order = np.lexsort((b, a))
+    sa, sb = a[order], b[order]
+    new = np.ones(len(order), bool)
+    new[1:] = (sa[1:] != sa[:-1]) | (sb[1:] != sb[:-1])
+    inverse = np.empty(len(order), np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    return order[new], inverse
+
+
 class TermTable:
     """Hash-consed terms; ``intern`` maps arrays of rows to arrays of handles."""
 
@@ -105,11 +117,10 @@ class TermTable:
         handles = self._lookup(ops, a, b)
         missing = np.flatnonzero(handles < 0)
         if missing.size:
-            keys = np.stack([a[missing], b[missing]], axis=1)
-            unique, inverse = np.unique(keys, axis=0, return_inverse=True)
-            created = self._append(np.full(len(unique), op, np.int64), unique[:, 0],
-                                   unique[:, 1])
-            handles[missing] = created[inverse.reshape(-1)]
+            first, inverse = _distinct_pairs(a[missing], b[missing])
+            created = self._append(np.full(len(first), op, np.int64), a[missing][first],
+                                   b[missing][first])
+            handles[missing] = created[inverse]
         return handles.reshape(shape)
 
     def _lookup(self, op: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
