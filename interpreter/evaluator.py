@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import time
+import weakref
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -33,6 +34,7 @@ from neuron_sim.topology import Topology
 from interpreter.errors import ExecutionError, ExecutionTimeout, InterpreterError, Unimplemented
 from interpreter.limits import require_call_depth
 from interpreter.ops import REGISTRY
+from interpreter.ops.elementwise import direct_ufunc
 from interpreter.transport import Transport
 from interpreter.values import (TOKEN, PerDevice, Replicated, TupleValue, Value, batched,
                                 numpy_dtype)
@@ -109,7 +111,8 @@ class OpContext:
         return [a if a.shape[0] == n else np.broadcast_to(a, (n, *a.shape[1:])) for a in arrays]
 
 
-_Plan = list[tuple[HloInstruction, tuple[HloInstruction, ...], tuple[HloInstruction, ...], object]]
+_Plan = list[tuple[HloInstruction, tuple[HloInstruction, ...], tuple[HloInstruction, ...], object,
+                   np.ufunc | None]]
 
 
 class Deadline:
@@ -184,10 +187,10 @@ class Evaluator:
         """The value of ``computation``'s root given its parameters' values."""
         plan = self._plans.get(computation)
         if plan is None:
-            plan = self._plans[computation] = _make_plan(computation)
+            plan = self._plans[computation] = plan_of(computation)
         deadline = self.deadline
         env: dict[HloInstruction, Value] = {}
-        for inst, operands, dead, implementation in plan:
+        for inst, operands, dead, implementation, direct in plan:
             if deadline is not None:
                 deadline.check()
             if implementation is _PARAMETER:
@@ -199,8 +202,12 @@ class Evaluator:
                 env[inst] = args[number]
                 continue
             try:
-                env[inst] = self._execute(inst, implementation, [env[o] for o in operands],
-                                          frame)
+                values = [env[o] for o in operands]
+                result = None
+                if direct is not None:
+                    result = self._execute_direct(direct, values, frame)
+                env[inst] = result if result is not None else \
+                    self._execute(inst, implementation, values, frame)
             except InterpreterError as error:
                 error.attach(inst)
                 raise
@@ -213,6 +220,27 @@ class Evaluator:
     def execute(self, inst: HloInstruction, args: list[Value], frame: Frame) -> Value:
         """Execute one instruction on its operand values."""
         return self._execute(inst, REGISTRY.get(inst.opcode), args, frame)
+
+    def _execute_direct(self, ufunc: np.ufunc, args: list[Value], frame: Frame) -> Value | None:
+        """An op that is one ufunc call (``interpreter.ops.elementwise.direct_ufunc``) on array
+        values, without the op table's dispatch and checks; None if an operand is not an
+        array value (the general path then reports it)."""
+        arrays = []
+        replicated = True
+        for value in args:
+            kind = type(value)
+            if kind is PerDevice:
+                replicated = False
+            elif kind is not Replicated:
+                return None
+            arrays.append(value.array)
+        self.instructions_executed += 1
+        if frame.devices is not None:
+            self.device_instructions += frame.n
+        result = ufunc(*arrays)
+        if type(result) is not np.ndarray:  # a 0-d operation gives a numpy scalar
+            result = np.asarray(result)
+        return Replicated(result) if replicated else PerDevice(result)
 
     def _execute(self, inst: HloInstruction, implementation, args: list[Value], frame: Frame
                  ) -> Value:
@@ -401,9 +429,32 @@ def wrap_result(shape: Shape, result, replicated: bool, n: int) -> Value:
 _PARAMETER = object()
 
 
+_PLANS: "weakref.WeakKeyDictionary[HloComputation, tuple[list, list, list, _Plan]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def plan_of(computation: HloComputation) -> _Plan:
+    """``computation``'s plan, built once and reused by every evaluator while the computation
+    is unchanged: the cached plan is checked against the instruction list, each instruction's
+    operands and opcode (list comparisons that stop at the first difference and compare by
+    identity), and rebuilt when a pass has changed any of them."""
+    order = computation.instructions
+    cached = _PLANS.get(computation)
+    if cached is not None:
+        instructions, operands, opcodes, plan = cached
+        if instructions == order and operands == [i.operands for i in order] \
+                and opcodes == [i.opcode for i in order]:
+            return plan
+    plan = _make_plan(computation)
+    _PLANS[computation] = (list(order), [list(i.operands) for i in order],
+                           [i.opcode for i in order], plan)
+    return plan
+
+
 def _make_plan(computation: HloComputation) -> _Plan:
     """Instructions in order, each with its operands, the values it is the last user of (freed
-    after it runs) and its implementation (looked up once)."""
+    after it runs), its implementation (looked up once) and, for an op that is one ufunc call,
+    that ufunc."""
     order = computation.instructions
     last_use: dict[HloInstruction, int] = {}
     for index, inst in enumerate(order):
@@ -414,7 +465,8 @@ def _make_plan(computation: HloComputation) -> _Plan:
         if inst is not computation.root:
             dead_at.setdefault(index, []).append(inst)
     return [(inst, tuple(inst.operands), tuple(dead_at.get(i, ())),
-             _PARAMETER if inst.opcode is Opcode.PARAMETER else REGISTRY.get(inst.opcode))
+             _PARAMETER if inst.opcode is Opcode.PARAMETER else REGISTRY.get(inst.opcode),
+             direct_ufunc(inst))
             for i, inst in enumerate(order)]
 
 

@@ -38,7 +38,8 @@ import ml_dtypes
 import numpy as np
 
 from neuron_sim.conversions import convert_array, wrap_int as _wrap_int
-from neuron_sim.hlo import ElementType, Opcode
+from neuron_sim.hlo import ElementType, HloInstruction, Opcode
+from neuron_sim.hlo.shapes import ArrayShape
 
 from interpreter.errors import InterpreterError, Unimplemented
 from interpreter.ops.registry import implements
@@ -581,3 +582,42 @@ def reduce_precision_array(x: np.ndarray, exponent_bits: int, mantissa_bits: int
     result = u.astype(ubits.dtype).view(x.dtype)
     nan = np.isnan(x.astype(F32) if et.bits < 32 else x)
     return np.where(nan, x, result)
+
+
+# ---------------------------------------------------------------------------------------------
+# Ops that are one numpy ufunc call on the operands as they are.
+
+_WRAPPING_INTS = tuple(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8,
+                                              np.uint16, np.uint32, np.uint64))
+_IEEE_FLOATS = (F32, F64)
+# opcode -> (ufunc, the result dtypes for which it computes exactly what the op table's
+# implementation computes: IEEE arithmetic, the f32 loops above, two's-complement wrap-around)
+_DIRECT = {
+    Opcode.ADD: (np.add, _IEEE_FLOATS + _WRAPPING_INTS),
+    Opcode.SUBTRACT: (np.subtract, _IEEE_FLOATS + _WRAPPING_INTS),
+    Opcode.MULTIPLY: (np.multiply, _IEEE_FLOATS + _WRAPPING_INTS),
+    Opcode.DIVIDE: (np.divide, _IEEE_FLOATS),
+    Opcode.NEGATE: (np.negative, _IEEE_FLOATS + _WRAPPING_INTS),
+    Opcode.ABS: (np.abs, _IEEE_FLOATS),
+    Opcode.SQRT: (np.sqrt, _IEEE_FLOATS),
+    Opcode.TANH: (np.tanh, _IEEE_FLOATS),
+    Opcode.SIN: (np.sin, _IEEE_FLOATS),
+    Opcode.COS: (np.cos, _IEEE_FLOATS),
+}
+
+
+def direct_ufunc(inst: HloInstruction) -> np.ufunc | None:
+    """The numpy ufunc that computes ``inst`` bit for bit when called on its operands' arrays
+    (replicated ones unbatched, per-device ones ``[n, *dims]``: broadcasting lines them up),
+    or None. The evaluator calls it directly, skipping the op table's dispatch on the dtype
+    and the result checks; only ops whose operands and result share one element type."""
+    entry = _DIRECT.get(inst.opcode)
+    if entry is None or not isinstance(inst.shape, ArrayShape) or not inst.shape.is_array:
+        return None
+    ufunc, dtypes = entry
+    et = inst.shape.element_type
+    if et.numpy_dtype not in dtypes or len(inst.operands) != ufunc.nin or any(
+            not isinstance(o.shape, ArrayShape) or o.shape.element_type is not et
+            or o.shape.dims != inst.shape.dims for o in inst.operands):
+        return None
+    return ufunc

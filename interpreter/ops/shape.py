@@ -6,6 +6,8 @@ Every array op here receives batched arrays (leading row axis) and moves data in
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from neuron_sim.hlo import Opcode
@@ -38,9 +40,34 @@ def _literal_value(shape, value):
 def iota(ctx):
     shape = ctx.inst.shape
     dim = int(ctx.attr("iota_dimension"))
-    line = np.arange(shape.dims[dim]).astype(ctx.dtype)
+    line = iota_line(shape.dims[dim], ctx.dtype)
     view = line.reshape([shape.dims[dim] if i == dim else 1 for i in range(shape.rank)])
     return np.broadcast_to(view, shape.dims)[None]
+
+
+def iota_line(size: int, dtype: np.dtype) -> np.ndarray:
+    """``0, 1, ..., size - 1`` in ``dtype`` (read-only), built directly in that type when it
+    holds every value exactly (no int64 arange and copy), and kept for the next call: an iota
+    is a constant of its shape, and a module run many times (a verification, a bench) would
+    otherwise rebuild it on every execute."""
+    size, dtype = int(size), np.dtype(dtype)
+    return _cached_iota_line(size, dtype) if size <= _CACHED_IOTA else _build_iota_line(size, dtype)
+
+
+_CACHED_IOTA = 1 << 22  # elements: at most 32 lines of up to 32 MB are kept
+
+
+@functools.lru_cache(maxsize=32)
+def _cached_iota_line(size: int, dtype: np.dtype) -> np.ndarray:
+    return _build_iota_line(size, dtype)
+
+
+def _build_iota_line(size: int, dtype: np.dtype) -> np.ndarray:
+    direct = (dtype.kind in "iu" and size - 1 <= np.iinfo(dtype).max) or \
+        (dtype in (np.dtype(np.float32), np.dtype(np.float64)) and size <= 1 << 24)
+    line = np.arange(size, dtype=dtype) if direct else np.arange(size).astype(dtype)
+    line.flags.writeable = False
+    return line
 
 
 @implements(Opcode.BROADCAST)
