@@ -202,6 +202,8 @@ class SymbolicEvaluator(Evaluator):
             return self._dot(ctx, args)
         if collective_kind_or_none(inst) is not None:
             return self._collective(ctx, args)
+        if opcode is Opcode.BITCAST_CONVERT and inst.shape.rank != inst.operand(0).shape.rank:
+            return self._bitcast_convert(ctx, args[0])
         if opcode.is_elementwise and isinstance(inst.shape, ArrayShape):
             return self._apply(ctx, args)
         reason = _UNSUPPORTED_REASONS.get(
@@ -279,7 +281,7 @@ class SymbolicEvaluator(Evaluator):
         op = self._operator(ctx.inst)
         table = self.table
         if len(arrays) == 1:
-            out = table.intern(op, arrays[0], np.full(1, NONE, np.int64))
+            out = table.intern(op, arrays[0], np.full((), NONE, np.int64))
         elif len(arrays) == 2:
             out = table.intern(op, arrays[0], arrays[1])
         else:
@@ -289,6 +291,19 @@ class SymbolicEvaluator(Evaluator):
                 rest = table.intern(pair, array, rest)
             out = table.intern(op, arrays[0], rest)
         return self._result(ctx, out, self._replicated(args))
+
+    def _bitcast_convert(self, ctx: OpContext, value: Value) -> Symbolic:
+        """A bitcast-convert to a narrower type: output element j of a value is the term
+        ``(op, value, j)``, the j-th part of its bits (a wider type would merge parts)."""
+        inst = ctx.inst
+        if inst.shape.rank != inst.operand(0).shape.rank + 1:
+            raise SymbolicUnsupported("a bitcast-convert to a wider type of an input-dependent "
+                                      "value has no symbolic model")
+        x = self.handles_of(value, np.int64)
+        parts = inst.shape.dims[-1]
+        out = self.table.intern(self._operator(inst), x[..., None],
+                                np.arange(parts, dtype=np.int64))
+        return self._result(ctx, out, self._replicated([value]))
 
     def _reduction_of(self, computation: HloComputation, element_type: ElementType,
                       tag: str = "") -> SymbolicReduction | None:

@@ -195,7 +195,7 @@ class TermTable:
             return self.intern(op, a, b)
         bits = values.view(f"u{dtype.itemsize}") if dtype.itemsize in (1, 2, 4, 8) else \
             values.astype(np.float64).view(np.uint64)
-        return self.intern(op, bits.astype(np.uint64).view(np.int64), np.zeros(1, np.int64))
+        return self.intern(op, bits.astype(np.uint64).view(np.int64), np.zeros((), np.int64))
 
     def variables(self, signature: tuple, devices: np.ndarray | None,
                   shape: tuple[int, ...]) -> np.ndarray:

@@ -1,0 +1,76 @@
+"""The term table: hash-consing is exact and vectorised, normalisations are the IEEE-exact ones."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from interpreter.symbolic import TermTable
+
+
+def test_interning_gives_equal_handles_exactly_for_equal_rows():
+    """Random rows with many repeats: two rows share a handle iff they are equal (checked
+    against a Python dict built independently of the table)."""
+    rng = np.random.default_rng(0)
+    table = TermTable(capacity=16)  # forces several rehashes
+    op = table.operator(("apply", "subtract"))
+    a, b = rng.integers(0, 50, 5000), rng.integers(0, 50, 5000)
+    first = table.intern(op, a, b)
+    again = table.intern(op, a[::-1], b[::-1])[::-1]
+    reference: dict[tuple[int, int], int] = {}
+    for x, y, h in zip(a.tolist(), b.tolist(), first.tolist()):
+        assert reference.setdefault((x, y), h) == h
+    assert len(set(first.tolist())) == len(reference)
+    assert np.array_equal(first, again)
+
+
+def test_commutative_operands_are_ordered_and_others_are_not():
+    table = TermTable()
+    add = table.operator(("apply", "add"), commutative=True)
+    sub = table.operator(("apply", "subtract"))
+    x, y = table.variables(("x", "f32", 0), None, (2,))
+    assert table.intern(add, x, y) == table.intern(add, y, x)
+    assert table.intern(sub, x, y) != table.intern(sub, y, x)
+
+
+def test_constants_keep_signed_zeros_and_nan_payloads_apart():
+    table = TermTable()
+    values = np.array([0.0, -0.0, np.nan, -np.nan, 1.0, 0.0], np.float32)
+    handles = table.constants(values)
+    assert len(set(handles[:5].tolist())) == 5
+    assert handles[0] == handles[5]
+    assert table.constants(np.array(1, np.int32)) != table.constants(np.array(1, np.float32))
+
+
+def test_multisets_ignore_order_and_nesting_of_the_same_reduction_only():
+    """{a, b, c} = {c, {a, b}} for one sum; a max over {a, b} stays a leaf of the sum."""
+    table = TermTable()
+    add = table.multiset_operator(("add", "f32"))
+    top = table.multiset_operator(("maximum", "f32"))
+    a, b, c = table.variables(("x", "f32", 0), None, (3,))
+    flat = table.multiset(add, np.array([[a, b, c]]))[0]
+    assert table.multiset(add, np.array([[c, b, a]]))[0] == flat
+    inner = table.multiset(add, np.array([[b, a]]))[0]
+    assert table.multiset(add, np.array([[c, inner]]))[0] == flat
+    other = table.multiset(top, np.array([[b, a]]))[0]
+    assert table.multiset(add, np.array([[c, other]]))[0] != flat
+    assert table.multiset(add, np.array([[a]]))[0] == a
+    assert sorted(table.leaves(flat)) == sorted([a, b, c])
+
+
+def test_repeated_leaves_of_a_sum_are_a_multiply_only_where_that_is_exact():
+    """x + x = 2x and (x + x) + (x + x) = 4x exactly in IEEE; three copies are not 3x (the
+    rounding of 2x + x and of 3x may differ), but are for wrapping integers."""
+    table = TermTable()
+    f_mul = table.operator(("apply", "multiply", "f32", ("f32", "f32"), ()), commutative=True)
+    i_mul = table.operator(("apply", "multiply", "s32", ("s32", "s32"), ()), commutative=True)
+    f_add = table.multiset_operator(("add", "f32"), repeat=(f_mul, np.dtype(np.float32), False))
+    i_add = table.multiset_operator(("add", "s32"), repeat=(i_mul, np.dtype(np.int32), True))
+    (x,) = table.variables(("x", "f32", 0), None, (1,))
+    (n,) = table.variables(("n", "s32", 0), None, (1,))
+    two = table.intern(f_mul, x, table.constants(np.array(2, np.float32)))
+    four = table.intern(f_mul, x, table.constants(np.array(4, np.float32)))
+    assert table.multiset(f_add, np.array([[x, x]]))[0] == two
+    assert table.multiset(f_add, np.array([[x, x, x, x]]))[0] == four
+    assert table.ops_of(table.multiset(f_add, np.array([[x, x, x]])))[0] == f_add
+    three = table.intern(i_mul, n, table.constants(np.array(3, np.int32)))
+    assert table.multiset(i_add, np.array([[n, n, n]]))[0] == three
