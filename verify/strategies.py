@@ -606,7 +606,7 @@ def _collective_pair(draw: Draw, program: _Program, x: HloInstruction) -> HloIns
 # matchers accept are drawn most (most idioms should make a fold pass fire).
 IDIOM_KINDS = ("ar_ds_single", "ar_ds_pool", "collective", "ar_ds_other", "conditional",
                "argmax", "minus_inf_mask")
-IDIOM_WEIGHTS = {"ar_ds_single": 4, "ar_ds_pool": 4}
+IDIOM_WEIGHTS = {"ar_ds_single": 6, "ar_ds_pool": 6}
 IDIOM_STEPS = {"collective": _collective_pair, "conditional": _conditional, "argmax": _argmax,
                "minus_inf_mask": _minus_inf_mask}
 
@@ -628,7 +628,9 @@ def collective_idioms(draw: Draw, *, topology: Any = topologies(), kinds: Any = 
     before = draw(_integers(0, around))
     after = draw(_integers(0, around))
     if kind in AR_DS_FORMS:
-        mode = draw(_choice(REDUCING_MODES))
+        # A mode over one id (cross-replica on 1 x P) slices nothing: the matchers' check 3.
+        mode = draw(_choice([m for m in REDUCING_MODES
+                             if id_space(program.topology, m) > 1] or REDUCING_MODES))
         groups, slice_size, full, offset = AR_DS_FORMS[kind](draw, program, mode)
         cols = draw(_choice((1, 2)))
         x = program.add(program.entry.parameter(0, f"{program.element_type}[{full},{cols}]",

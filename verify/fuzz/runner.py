@@ -12,13 +12,13 @@ pipeline) and verified on its topology (``check_pass``, a few input sets). The c
 ``inconclusive``  our own limit (an ERROR or FAILED_TO_PROVE verdict that is not a crash)
 
 Each failure (crashed, malformed, unsound) gets a *signature*: (pass, class, ERROR line, the
-minimized module's shape — its entry opcodes with each collective's group mode and layout:
+topology's class — partitions only, replicas only, both — and the minimized module's shape — the set of its entry opcodes with each collective's group mode and layout:
 one sorted / one unsorted group, contiguous, strided, permuted, singletons, empty; a permute's
 pairs: self, shift, partial). Failures with the same signature are counted once. An UNSOUND
 failure is minimized (``verify.minimize``, through ``check_pass``) before its signature is
 taken; a crash is saved as drawn. Minimizing costs a few dozen verifications, so a failure is
-minimized only while fewer than ``MINIMIZE_PER_KIND`` failures of its *kind* (pass, class,
-ERROR line and the drawn module's collective shapes) have been; the others are counted in their
+minimized only while fewer than ``MINIMIZE_PER_KIND`` (one) failures of its *kind* (pass, class,
+ERROR line, topology class and the drawn module's collective shapes) have been; the others are counted in their
 class and not minimized again.
 
 A new distinct failure is saved to the corpus directory (if any) as ``KEY-HASH/``:
@@ -56,7 +56,7 @@ from verify.result import Status, VerificationResult
 CLASSES = ("crashed", "malformed", "unsound", "correct", "unchanged", "inconclusive")
 FAILURE_CLASSES = ("crashed", "malformed", "unsound")
 TRIALS = 2
-MINIMIZE_PER_KIND = 2
+MINIMIZE_PER_KIND = 1
 
 
 def classify(result: VerificationResult) -> str:
@@ -118,8 +118,16 @@ def instruction_shape(inst: HloInstruction) -> str:
 
 
 def module_shape(module: HloModule) -> tuple[str, ...]:
-    """The entry's instruction shapes, sorted: what a minimized failure looks like."""
-    return tuple(sorted(instruction_shape(inst) for inst in module.entry.instructions))
+    """The entry's distinct instruction shapes, sorted: what a minimized failure looks like."""
+    return tuple(sorted({instruction_shape(inst) for inst in module.entry.instructions}))
+
+
+def topology_class(topology: Topology) -> str:
+    """``partitions``, ``replicas`` or ``replicas x partitions``: which ids a device has more
+    than one of (what decides whether partition-id alone can name a device)."""
+    if topology.replica_count == 1:
+        return "partitions"
+    return "replicas" if topology.num_partitions == 1 else "replicas x partitions"
 
 
 def collective_shapes(module: HloModule) -> tuple[str, ...]:
@@ -152,7 +160,8 @@ class Failure:
 
     @property
     def signature(self) -> tuple:
-        return (self.pass_name, self.klass, self.check, self.shape)
+        return (self.pass_name, self.klass, self.check, topology_class(self.topology),
+                self.shape)
 
     @property
     def key(self) -> str:
@@ -214,7 +223,9 @@ class _Run:
     def failure(self, module: HloModule, index: int, hlo_pass: HloPass, klass: str,
                 result: VerificationResult) -> None:
         check = next((v.error_line for v in result.topology_results if v.error_line), "")
-        kind = (hlo_pass.name, klass, check, collective_shapes(module))
+        kind = (hlo_pass.name, klass, check,
+                topology_class(Topology(module.replica_count, module.num_partitions)),
+                collective_shapes(module))
         if self.minimized_kinds[kind] >= MINIMIZE_PER_KIND:
             self.campaign.repeats += 1
             return
