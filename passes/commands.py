@@ -48,11 +48,18 @@ def add_pass_arguments(parser: argparse.ArgumentParser, *, required: bool) -> No
                              "declares it, or KEY.NAME for one pass; see docs/passes.md")
 
 
-def passes_from_args(args: argparse.Namespace) -> tuple[list[HloPass], dict[str, str]]:
-    """The passes of ``--passes`` and the options of ``--pass-option``, checked against what
-    the passes declare (an unknown option or a bad value is a user error, exit 2)."""
+def check_skip(args: argparse.Namespace) -> None:
+    """Refuse ``--skip`` without ``--pipeline`` (a UserError, exit 2): it only means something
+    as a pass left out of a named pipeline."""
     if args.skip and not args.pipeline:
         raise UserError("--skip needs --pipeline (it leaves a pass of the pipeline out)")
+
+
+def passes_from_args(args: argparse.Namespace) -> tuple[list[HloPass], dict[str, str]]:
+    """The passes of ``--passes`` or ``--pipeline`` (less ``--skip``) and the options of
+    ``--pass-option``, checked against what the passes declare (an unknown option or a bad
+    value is a user error, exit 2)."""
+    check_skip(args)
     hlo_passes = (named_pipeline(args.pipeline, args.skip) if args.pipeline
                   else parse_pass_list(args.passes))
     options = parse_pass_option_args(args.pass_option)

@@ -16,8 +16,8 @@ from interpreter.memory import require_memory
 from neuron_sim.errors import UserError
 from neuron_sim.hlo.ir import HloModule
 from neuron_sim.topology import Topology
-from passes import (Contract, HloPass, PassContext, PassPipeline, contract_of, get_pass,
-                    resolve_pass_options, weakest)
+from passes import (Contract, HloPass, PassContext, PassPipeline, UnknownPassOptionError,
+                    contract_of, get_pass, resolve_pass_options, weakest)
 from passes.registry import parse_pass_list
 from verify.checks import (CHECKS, PASS_FAILED, TARGET_MALFORMED, UNSUPPORTED, VALUE_MISMATCH,
                            Check, path_to, verify_topology)
@@ -228,11 +228,25 @@ def breaking_pass(module: HloModule, hlo_passes: Sequence[HloPass], topology: To
         if not changed:
             continue
         prefix = [type(p)(**p.given_options) for p in hlo_passes[:index + 1]]
-        verdict = check_pass(module, prefix, [topology], minimize=False, pass_options=options,
-                             **settings)
+        verdict = check_pass(module, prefix, [topology], minimize=False,
+                             pass_options=options_taken(prefix, options), **settings)
         if verdict.status is Status.UNSOUND:
             return index
     return None
+
+
+def options_taken(hlo_passes: Sequence[HloPass], options: Mapping[str, str]) -> dict[str, str]:
+    """The options of ``options`` that some pass of ``hlo_passes`` takes: a prefix of a pass
+    list is run with the options meant for the whole list, less those of the passes after it
+    (which ``resolve_pass_options`` would refuse for the prefix)."""
+    taken = {}
+    for name, value in options.items():
+        try:
+            resolve_pass_options(hlo_passes, {name: value})
+        except UnknownPassOptionError:
+            continue
+        taken[name] = value
+    return taken
 
 
 def _require_memory(source: HloModule, topologies: list[Topology], max_memory: int | None,

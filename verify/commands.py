@@ -28,7 +28,7 @@ from neuron_sim.commands import (UsageError, add_command, add_json_argument,
 from neuron_sim.hlo.ir import HloModule
 from neuron_sim.io import fit_arguments, read_inputs
 from neuron_sim.outputs import check_output_directory
-from passes.commands import add_pass_arguments, passes_from_args
+from passes.commands import add_pass_arguments, check_skip, passes_from_args
 from neuron_sim.topology import Topology
 from verify.execution import DEFAULT_TIMEOUT, Runner, default_runner
 from verify.inputs import DEFAULT_TRIALS
@@ -46,6 +46,7 @@ def _verify(args: argparse.Namespace) -> int:
     before = load_module(args.modules[0])
     if len(args.modules) > 2:
         raise UsageError("give one module and --passes, or two modules (BEFORE.hlo AFTER.hlo)")
+    check_skip(args)
     rewriting = bool(args.passes or args.pipeline)
     if len(args.modules) == 2 and rewriting:
         raise UsageError("give either --passes / --pipeline or a second module, not both")
@@ -62,7 +63,8 @@ def _verify(args: argparse.Namespace) -> int:
     with _progress(default_runner(args.backend, max_memory), args.modules[0]) as runner:
         options = dict(trials=args.trials, seed=args.seed, inputs=inputs, runner=runner,
                        max_memory=max_memory, minimize=not args.no_minimize, name=args.modules[0],
-                       timeout=None if args.timeout == float("inf") else args.timeout)
+                       timeout=None if args.timeout == float("inf") else args.timeout,
+                       proof=args.proof)
         if rewriting:
             hlo_passes, pass_options = passes_from_args(args)
             result = check_pass(before, hlo_passes, topologies, pass_options=pass_options,
@@ -74,6 +76,8 @@ def _verify(args: argparse.Namespace) -> int:
     if args.json:
         data = result_json(result)
         data["summary"] = summary_line([result])
+        if rewriting:
+            data["breaking_pass"] = result.breaking_pass
         if files:
             data["files"] = files
         print_json(data)
@@ -151,6 +155,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                          "ERROR verdict; default: half of the memory available)")
     verify.add_argument("--backend", default="local", choices=("local", "mpi"),
                         help="interpreter backend (default local)")
+    verify.add_argument("--proof", default="auto", choices=("auto", "symbolic", "sampled"),
+                        help="auto: prove a CORRECT verdict for all inputs where symbolic "
+                             "execution can, else keep the sampled one; symbolic: require the "
+                             "proof; sampled: inputs only (default auto)")
     verify.add_argument("--no-minimize", action="store_true",
                         help="report the first counterexample as found, without shrinking it")
     verify.add_argument("--out", metavar="DIR",
