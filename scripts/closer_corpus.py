@@ -6,10 +6,10 @@ For each runnable module (MANIFEST.json ``runnable``) on its header's topology: 
 without InjectNumericalErrors, verified under its composed contract — CORRECT, UNSOUND (with the
 first breaking pass and the counterexample) or ERROR (with the pass that raised, or the reason)
 — and the closer's wall time on that topology; then the closer with InjectNumericalErrors
-(``targets=root``), which must be UNSOUND on every module it changes. Where the drawn inputs
-leave nothing to compare (a loop that does not end on them: FAILED_TO_PROVE), the module is
-verified again on the inputs JAX ran it on (its ``.npz``). A module whose verification raises is
-an ERROR record, not a crash. Prints one line per module and the counts; exit code 1 if the
+(``targets=root``), which must be UNSOUND on every module it changes (verify names the first
+pass that breaks it: InjectNumericalErrors). Where the drawn inputs leave nothing to compare (a
+loop that does not end on them: FAILED_TO_PROVE), the module is verified again on the inputs JAX
+ran it on (its ``.npz``). A module whose verification raises is an ERROR record, not a crash. Prints one line per module and the counts; exit code 1 if the
 closer is UNSOUND somewhere or a positive control went undetected.
 """
 
@@ -97,8 +97,10 @@ def verify_module(name: str, trials: int) -> dict[str, Any]:
     if result.counterexample is not None:
         record["counterexample"] = str(result.counterexample)[:400]
     inject_keys, _ = closer_keys(with_inject=True)
-    control, _ = verified(name, module, inject_keys, trials, pass_options=CONTROL_OPTIONS)
+    control, _ = verified(name, module, inject_keys, trials, pass_options=CONTROL_OPTIONS,
+                          name_breaking_pass=True)
     record["control_status"] = str(control.status)
+    record["control_breaking_pass"] = control.breaking_pass
     record["control_changed"] = bool(control.changed)
     record["control_detected"] = (not control.changed) or control.status is Status.UNSOUND
     return record
@@ -110,7 +112,8 @@ def crashed_record(name: str, exc: Exception) -> dict[str, Any]:
     return {"module": name, "status": "ERROR", "closer_seconds": None, "changed": False,
             "breaking_pass": None, "failing_pass": None, "on_jax_inputs": False,
             "error_line": "ERROR: the verification raised", "detail": reason,
-            "control_status": "ERROR", "control_changed": False, "control_detected": False}
+            "control_status": "ERROR", "control_breaking_pass": None, "control_changed": False,
+            "control_detected": False}
 
 
 def record_line(record: dict[str, Any]) -> str:
@@ -123,7 +126,10 @@ def record_line(record: dict[str, Any]) -> str:
             if record["closer_seconds"] is not None else "")
     return (f"{record['module']}: {record['status']}{why} ({took}"
             f"{'changed' if record['changed'] else 'no change'}{jax}); control "
-            f"{record['control_status']}{'' if record['control_detected'] else ' UNDETECTED'}")
+            f"{record['control_status']}"
+            + (f" broken by {record['control_breaking_pass']}"
+               if record["control_breaking_pass"] else "")
+            + ("" if record["control_detected"] else " UNDETECTED"))
 
 
 def summary(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -136,6 +142,7 @@ def summary(records: list[dict[str, Any]]) -> dict[str, Any]:
     return {"modules": len(records), "counts": counts,
             "control_changed": len(changed),
             "control_unsound": sum(r["control_status"] == "UNSOUND" for r in changed),
+            "control_broken_by_inject": sum(r["control_breaking_pass"] == INJECT for r in changed),
             "control_undetected": [r["module"] for r in records if not r["control_detected"]],
             "median_ms": statistics.median(times) * 1e3 if times else None,
             "max_ms": max(times) * 1e3 if times else None}
@@ -164,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{totals['modules']} modules: "
           + ", ".join(f"{n} {s}" for s, n in sorted(totals["counts"].items()))
           + f"; positive control changed {totals['control_changed']}, UNSOUND on "
-          f"{totals['control_unsound']}, undetected on {len(totals['control_undetected'])}"
+          f"{totals['control_unsound']} (broken by {INJECT} on {totals['control_broken_by_inject']}), "
+          f"undetected on {len(totals['control_undetected'])}"
           + timing)
     if args.json:
         Path(args.json).write_text(json.dumps({"records": records, "summary": totals,
