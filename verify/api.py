@@ -69,7 +69,7 @@ def check_modules(before: HloModule, after: HloModule, topologies: Topologies = 
     drawn; with the default runner, a target over it is an ERROR verdict. ``checks`` are run in
     order (default: ``checks.CHECKS``). ``proof``: "auto" also proves a CORRECT verdict of an
     exact contract for all inputs where symbolic execution can (verify/proof.py), "symbolic"
-    requires that proof, "sampled" skips it.
+    requires that proof, "sampled" skips it (as given ``inputs`` do: they ask about those).
     """
     contract = contract_of(contract)
     topologies = normalize_topologies(topologies, before)
@@ -78,7 +78,8 @@ def check_modules(before: HloModule, after: HloModule, topologies: Topologies = 
     verdicts = [_proved(before, after, verify_topology(
         before, after, topology, trials=trials, seed=seed, inputs=inputs, contract=contract,
         runner=runner, timeout=timeout, checks=checks), contract=contract, runner=runner,
-        timeout=timeout, checks=checks, seed=seed, proof=proof) for topology in topologies]
+        timeout=timeout, checks=checks, seed=seed,
+        proof=proof if inputs is None else "sampled") for topology in topologies]
     result = _summary(name or before.name, before, after, topologies, verdicts, contract,
                       trials=trials if inputs is None else 1, seed=seed, timeout=timeout)
     if result.status is Status.UNSOUND and minimize and inputs is None:
@@ -133,7 +134,8 @@ def check_pass(module: HloModule, passes: Any, topologies: Topologies = None, *,
         else:
             verdict = _verify_bound(module, target, hlo_passes, topology, trials=trials,
                                     seed=seed, inputs=inputs, contract=contract, runner=runner,
-                                    timeout=timeout, checks=checks, proof=proof)
+                                    timeout=timeout, checks=checks,
+                                    proof=proof if inputs is None else "sampled")
             verdict.changed, verdict.rewrites = True, rewrites
             bound = bound or verdict.target is not target
             verdict.target = target

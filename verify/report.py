@@ -176,12 +176,24 @@ def topology_line(verdict: TopologyVerdict) -> str:
     if verdict.status is Status.CORRECT:
         outcome = f"CORRECT, {verdict.compared} executions compared" if verdict.compared else \
             "CORRECT" + (", no change" if verdict.changed is False else "")
+        if verdict.proof == "all-inputs" and verdict.changed is not False:
+            outcome += ", proved for all inputs"
     else:
         outcome = ", ".join(filter(None, (verdict.status.value, verdict.error_line)))
     return f"topology {topology_text(verdict.topology)}: {outcome}"
 
 
 def verdict_sentence(result: VerificationResult) -> str:
+    if result.status is Status.CORRECT and result.proof == "all-inputs" \
+            and result.changed is not False:
+        sampled = verdict_sentence_sampled(result)
+        proved = "proved for all inputs on every topology, up to the reassociation of reductions"
+        return sampled[:-1] + f"; {proved})" if sampled.endswith(")") else f"{sampled} ({proved})"
+    return verdict_sentence_sampled(result)
+
+
+def verdict_sentence_sampled(result: VerificationResult) -> str:
+    """The result sentence without the proof for all inputs."""
     if result.status is Status.CORRECT:
         if result.classification == "reassociation":
             return "Result: CORRECT (up to reassociation of a reduction)"
@@ -220,6 +232,7 @@ def topology_json(verdict: TopologyVerdict) -> dict:
         "classification": verdict.classification, "warnings": verdict.warnings,
         "notes": verdict.notes, "changed": verdict.changed, "rewrites": verdict.rewrites,
         "counterexample": counterexample_json(verdict.counterexample),
+        "proof": verdict.proof, "proof_terms": verdict.proof_terms,
     }
 
 
@@ -232,6 +245,7 @@ def result_json(result: VerificationResult, *, include_modules: bool = False) ->
         "changed": result.changed, "topologies": [str(t) for t in result.topologies],
         "contract": str(result.contract), "trials": result.trials, "seed": result.seed,
         "compared": result.compared, "classification": result.classification,
+        "proof": result.proof,
         "warnings": result.warnings, "notes": result.notes,
         "counterexample": counterexample_json(cex),
         "topology_results": [topology_json(v) for v in result.topology_results],
