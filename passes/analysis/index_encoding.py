@@ -203,6 +203,17 @@ def _literal_values(inst: HloInstruction) -> np.ndarray:
     return value.reshape(-1)
 
 
+def _table_values(table: HloInstruction) -> np.ndarray:
+    """A lookup table's elements, flattened: a constant's literal, or an iota's ramp along its
+    ``iota_dimension`` (XLA's table form ``dynamic-slice(iota, id)``)."""
+    if table.opcode is Opcode.CONSTANT:
+        return _literal_values(table)
+    dims = tuple(table.shape.dims)
+    axis = int(table.get("iota_dimension", 0))
+    ramp = np.arange(dims[axis]).reshape([-1 if d == axis else 1 for d in range(len(dims))])
+    return np.broadcast_to(ramp, dims).reshape(-1)
+
+
 @_rule(Opcode.PARTITION_ID)
 def _partition_id(enc: IndexEncoder, inst: HloInstruction, path: CallPath) -> SymValue:
     return SymValue(sem.convert(enc.device.partition, U32, _etype(inst)), _etype(inst))
@@ -384,7 +395,7 @@ def _table_lookup(enc: IndexEncoder, inst: HloInstruction, path: CallPath) -> Sy
     if enc.lane is not None:
         raise OutsideSubLanguage(inst, "table lookups do not run lane by lane")
     table, _ = resolve_through_calls(inst.operand(0), path)
-    if table.opcode is not Opcode.CONSTANT:
+    if table.opcode not in (Opcode.CONSTANT, Opcode.IOTA):
         raise OutsideSubLanguage(inst, f"the sliced array %{table.name} is not a constant table")
     dims = tuple(table.shape.dims)
     sizes = tuple(inst.get("dynamic_slice_sizes", ()))
@@ -392,7 +403,7 @@ def _table_lookup(enc: IndexEncoder, inst: HloInstruction, path: CallPath) -> Sy
         raise OutsideSubLanguage(inst, "a table lookup reads one element (every slice size 1)")
     if len(inst.operands) != 1 + len(dims):
         raise OutsideSubLanguage(inst, "expects one scalar start index per dimension")
-    values = _literal_values(table)
+    values = _table_values(table)
     et = table.shape.element_type
     if not sem.is_index_type(et):
         raise OutsideSubLanguage(inst, f"the table holds {et}, not integers")

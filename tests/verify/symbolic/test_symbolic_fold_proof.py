@@ -169,3 +169,31 @@ def test_unoptimized_shard_map_pairs_are_proven_through_the_call(name):
     proof = only_proof(module, Topology(1, 8))
     assert proof.pair.path[0].opcode.spelling == "call"
     assert proof.status is Status.PROVEN, proof.describe()
+
+
+IOTA_TABLE_MODULE = """HloModule iota_table, num_partitions=4
+add { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT c = f32[] add(a, b) }
+ENTRY e {
+  x = f32[8] parameter(0)
+  ar = f32[8] all-reduce(x), channel_id=1, replica_groups={GROUPS}, use_global_device_ids=true, to_apply=add
+  pid = u32[] partition-id()
+  table = s32[4] iota(), iota_dimension=0
+  entry = s32[1] dynamic-slice(table, pid), dynamic_slice_sizes={1}
+  scalar = s32[] reshape(entry)
+  two = s32[] constant(2)
+  offset = s32[] multiply(scalar, two)
+  ROOT ds = f32[2] dynamic-slice(ar, offset), dynamic_slice_sizes={2}
+}
+"""
+
+
+def test_an_iota_table_offset_is_read_as_its_ramp():
+    """XLA's table form with an iota: dynamic-slice(iota(s32[4]), pid) is pid, so the offset is
+    2 * pid. With the sorted group {0,1,2,3} device p reads block p: PROVEN. With {1,0,2,3}
+    device 0 is at position 1 (block starts at 2) but reads rows 0..1: REFUTED on device 0."""
+    sorted_groups = parse_module(IOTA_TABLE_MODULE.replace("{GROUPS}", "{{0,1,2,3}}"))
+    assert only_proof(sorted_groups).status is Status.PROVEN
+    unsorted = only_proof(parse_module(IOTA_TABLE_MODULE.replace("{GROUPS}", "{{1,0,2,3}}")))
+    assert unsorted.status is Status.REFUTED
+    assert (unsorted.witness.device, unsorted.witness.position, unsorted.witness.clamped) == (
+        0, 1, 0)
