@@ -83,6 +83,20 @@ def run(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] | Non
                    max_memory=max_memory).outputs
 
 
+def _owned_outputs(rows: list[np.ndarray]) -> list[np.ndarray]:
+    """The output arrays, each one the caller may write to without touching anything else: an
+    array the run computed (owning its data, writable) is handed over as it is; a view (of an
+    input, of a value held once, of another output) or a repeated array is copied. The leaves
+    in ``RunResult.values`` may share data with the outputs."""
+    outputs: list[np.ndarray] = []
+    seen: set[int] = set()
+    for array in rows:
+        owned = array.flags.owndata and array.flags.writeable and id(array) not in seen
+        seen.add(id(array))
+        outputs.append(array if owned else np.array(array, copy=True))
+    return outputs
+
+
 def execute(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] | None = None,
             topology: Topology | None = None, backend: str = "local", seed: int | None = None,
             *, time_limit: float | None = None, max_memory: int | None = None) -> RunResult:
@@ -104,6 +118,6 @@ def execute(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] |
                           deadline)
     result = evaluator.run_entry(args)
     values = list(leaves(result))
-    outputs = [np.array(output_rows(v, num_devices), copy=True) for v in values]
+    outputs = _owned_outputs([output_rows(v, num_devices) for v in values])
     return RunResult(outputs, values, topology, evaluator.instructions_executed,
                      evaluator.device_instructions)

@@ -57,7 +57,10 @@ def argument_values(fitted: Sequence[Fitted], shapes: Sequence[Any],
     An input given once (shaped like its parameter) is held once, ``Replicated``; a per-device
     input ``[D, *shape]`` keeps the rows of ``devices`` (flattened ids, in that order; default
     all D), held once if those rows are all equal. Tuples become ``TupleValue``, tokens
-    ``TOKEN``. The values own their data: nothing the caller holds is aliased.
+    ``TOKEN``. The values are read-only views of the caller's arrays where that is possible
+    (no copy of a large input): the interpreter never writes into an operand, and ``execute``
+    copies an output that is such a view. A caller that changes an input array during a run
+    changes the run.
     """
     rows = None if devices is None else np.asarray(devices, dtype=np.int64)
     return [_value(array, shape, rows) for array, shape in zip(fitted, shapes)]
@@ -70,11 +73,15 @@ def _value(fitted: Fitted, shape: Any, rows: np.ndarray | None) -> Value:
     if fitted is None:
         return TOKEN
     if fitted.ndim == len(shape.dims):
-        value = np.array(fitted, copy=True)
-        value.flags.writeable = False
-        return Replicated(value)
-    # Fancy indexing copies, as np.array does.
-    return collapse_if_uniform(np.array(fitted, copy=True) if rows is None else fitted[rows])
+        return Replicated(_read_only(fitted))
+    return collapse_if_uniform(_read_only(fitted) if rows is None else fitted[rows])
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """A view of ``array`` that cannot be written through (the caller's array stays writable)."""
+    view = array.view()
+    view.flags.writeable = False
+    return view
 
 
 def draw_inputs(module: HloModule, topology: Topology, seed: int) -> dict[str, np.ndarray]:

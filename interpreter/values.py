@@ -199,7 +199,18 @@ def collapse_if_uniform(array: np.ndarray) -> ArrayValue:
 def _rows_equal(array: np.ndarray) -> bool:
     """Bitwise row equality (so NaN rows and -0.0 vs 0.0 are told apart correctly)."""
     flat = np.ascontiguousarray(array).reshape(array.shape[0], -1)
-    if flat.dtype.itemsize in (1, 2, 4, 8):
-        bits = flat.view(f"u{flat.dtype.itemsize}")
-        return bool((bits == bits[:1]).all())
-    return all(row.tobytes() == flat[0].tobytes() for row in flat[1:])
+    if flat.dtype.itemsize not in (1, 2, 4, 8):
+        return all(row.tobytes() == flat[0].tobytes() for row in flat[1:])
+    bits = flat.view(f"u{flat.dtype.itemsize}")
+    # Blocks of rows, the first of one row: per-device data differs on row 1 almost always,
+    # so that is decided after reading two rows, and no full-size temporary is made.
+    block = max(1, _UNIFORMITY_BLOCK // max(1, bits.shape[1]))
+    start, size = 1, 1
+    while start < bits.shape[0]:
+        if not (bits[start:start + size] == bits[:1]).all():
+            return False
+        start, size = start + size, block
+    return True
+
+
+_UNIFORMITY_BLOCK = 1 << 18  # elements compared at a time
