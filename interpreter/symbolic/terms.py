@@ -186,7 +186,9 @@ class TermTable:
     def constants(self, values: np.ndarray) -> np.ndarray:
         """Constant terms of ``values`` (keyed by dtype and bit pattern: -0.0 and NaN payloads
         stay distinct)."""
-        values = np.ascontiguousarray(values)
+        values = np.asarray(values)
+        if not values.flags.c_contiguous:  # (ascontiguousarray would make a 0-d array 1-d)
+            values = values.copy()
         dtype = values.dtype
         op = self.operator(("constant", str(dtype)))
         if dtype.kind == "c":

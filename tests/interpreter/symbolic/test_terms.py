@@ -39,6 +39,7 @@ def test_constants_keep_signed_zeros_and_nan_payloads_apart():
     assert len(set(handles[:5].tolist())) == 5
     assert handles[0] == handles[5]
     assert table.constants(np.array(1, np.int32)) != table.constants(np.array(1, np.float32))
+    assert table.constants(np.array(1, np.int32)).shape == ()  # a scalar stays a scalar
 
 
 def test_multisets_ignore_order_and_nesting_of_the_same_reduction_only():
