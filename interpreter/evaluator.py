@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import time
-import weakref
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -34,6 +33,7 @@ from neuron_sim.topology import Topology
 from interpreter.errors import ExecutionError, ExecutionTimeout, InterpreterError, Unimplemented
 from interpreter.limits import require_call_depth
 from interpreter.ops import REGISTRY
+from interpreter.ops.cache import ComputationCache
 from interpreter.ops.elementwise import direct_ufunc
 from interpreter.transport import Transport
 from interpreter.values import (TOKEN, PerDevice, Replicated, TupleValue, Value, batched,
@@ -429,26 +429,10 @@ def wrap_result(shape: Shape, result, replicated: bool, n: int) -> Value:
 _PARAMETER = object()
 
 
-_PLANS: "weakref.WeakKeyDictionary[HloComputation, tuple[list, list, list, _Plan]]" = \
-    weakref.WeakKeyDictionary()
-
-
 def plan_of(computation: HloComputation) -> _Plan:
     """``computation``'s plan, built once and reused by every evaluator while the computation
-    is unchanged: the cached plan is checked against the instruction list, each instruction's
-    operands and opcode (list comparisons that stop at the first difference and compare by
-    identity), and rebuilt when a pass has changed any of them."""
-    order = computation.instructions
-    cached = _PLANS.get(computation)
-    if cached is not None:
-        instructions, operands, opcodes, plan = cached
-        if instructions == order and operands == [i.operands for i in order] \
-                and opcodes == [i.opcode for i in order]:
-            return plan
-    plan = _make_plan(computation)
-    _PLANS[computation] = (list(order), [list(i.operands) for i in order],
-                           [i.opcode for i in order], plan)
-    return plan
+    is unchanged (``interpreter.ops.cache``)."""
+    return _PLANS.get(computation)
 
 
 def _make_plan(computation: HloComputation) -> _Plan:
@@ -468,6 +452,9 @@ def _make_plan(computation: HloComputation) -> _Plan:
              _PARAMETER if inst.opcode is Opcode.PARAMETER else REGISTRY.get(inst.opcode),
              direct_ufunc(inst))
             for i, inst in enumerate(order)]
+
+
+_PLANS: ComputationCache[_Plan] = ComputationCache(_make_plan)
 
 
 __all__ = ["Deadline", "Evaluator", "Frame", "OpContext", "batched", "earliest", "time_limit",

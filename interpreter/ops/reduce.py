@@ -19,6 +19,7 @@ from neuron_sim.hlo import HloComputation, Opcode
 from neuron_sim.hlo.arg_reducers import ArgReducer, increases_along, recognise_arg_reducer
 
 from interpreter.errors import InterpreterError
+from interpreter.ops.cache import ComputationCache
 from interpreter.ops.elementwise import (_int_work_dtype, _wrap_int, element_type_of,
                                          float_maximum, float_minimum, is_complex, is_float,
                                          is_pred, total_order_key)
@@ -173,6 +174,10 @@ def _tree_fold(x: np.ndarray, fn: Callable) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # reduce
 
+_ARG_REDUCERS: ComputationCache[ArgReducer | None] = ComputationCache(recognise_arg_reducer,
+                                                                      attributes=True)
+
+
 @implements(Opcode.REDUCE)
 def reduce(ctx, *arrays):
     count = len(arrays) // 2
@@ -181,7 +186,7 @@ def reduce(ctx, *arrays):
     inits = arrays[count:]
     dims = sorted(ctx.inst.dimensions)
     rank = xs[0].ndim - 1
-    reducer = recognise_arg_reducer(ctx.attr("to_apply")) if count == 2 else None
+    reducer = _ARG_REDUCERS.get(ctx.attr("to_apply")) if count == 2 else None
     if reducer is not None and len(dims) == 1:
         (dim,) = dims
         return list(fold_arg_reduce(
