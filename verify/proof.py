@@ -12,7 +12,10 @@ device, leaf, index and both terms) or ``"unsupported"`` (why symbolic execution
 ``with_proof`` upgrades a sampled CORRECT verdict of an exact contract: equal -> ``proof`` is
 ``"all-inputs"``; unsupported -> ``"sampled"`` with a note naming the construct; differ ->
 inputs that separate the terms (distinct random values per variable) are run through the
-ordinary checks: UNSOUND with that witness, else FAILED_TO_PROVE naming the difference.
+ordinary checks: UNSOUND with that witness; else, under ``mode="symbolic"``, FAILED_TO_PROVE
+naming the difference, and under ``"auto"`` the sampled CORRECT with a note naming it (the
+normal form knows only IEEE-exact commutativity, so an algebraic rewrite such as
+``compare(p, true) -> p`` differs in its terms without differing in any value).
 """
 
 from __future__ import annotations
@@ -159,7 +162,16 @@ def with_proof(source: HloModule, target: HloModule, verdict: TopologyVerdict, *
             found.notes.append(f"the symbolic terms differ on topology {topology} ({proof.reason}); "
                                "these inputs separate them")
             return found
-    verdict.proof = None
-    return verdict.fail(Status.FAILED_TO_PROVE, PROOF_FAILED,
-                        f"on topology {topology}, the terms differ at {proof.reason}; no "
-                        f"input tried separates them")
+    if mode == "symbolic":
+        verdict.proof = None
+        return verdict.fail(Status.FAILED_TO_PROVE, PROOF_FAILED,
+                            f"on topology {topology}, the terms differ at {proof.reason}; no "
+                            f"input tried separates them")
+    # auto: terms that differ only by an identity the term normal form does not know (a
+    # compare of a pred with true, a self-comparison) keep the sampled verdict, with a note.
+    verdict.proof = "sampled"
+    verdict.notes.append(f"no proof for all inputs on topology {topology}: the terms differ at "
+                         f"{proof.reason}, and no input tried separates them (an identity the "
+                         "symbolic normal form does not know; --proof symbolic makes this "
+                         "FAILED_TO_PROVE)")
+    return verdict
