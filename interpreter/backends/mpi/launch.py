@@ -43,9 +43,10 @@ from interpreter.evaluator import Evaluator
 from interpreter.transport import collective_groups
 from interpreter.values import leaves, output_rows
 
-__all__ = ["DEFAULT_TIMEOUT", "MODES", "MpiResult", "MpiRunError", "RankLayout",
-           "RankLayoutError", "check_per_rank_outputs", "exit_process", "per_rank_path",
-           "run_mpi", "write_outputs"]
+__all__ = ["BLAS_THREAD_VARIABLES", "DEFAULT_TIMEOUT", "MODES", "MpiResult", "MpiRunError",
+           "RankLayout", "RankLayoutError", "check_per_rank_outputs", "exit_process",
+           "limit_blas_threads", "per_rank_path", "ranks_on_this_host", "run_mpi",
+           "write_outputs"]
 
 DEFAULT_TIMEOUT = 600.0
 
@@ -78,6 +79,74 @@ def _report(error: MpiRunError) -> None:
     sys.stderr.flush()
 
 
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                         "BLIS_NUM_THREADS")
+
+
+LOCAL_SIZE_VARIABLES = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                        "MV2_COMM_WORLD_LOCAL_SIZE")
+
+
+def ranks_on_this_host(world_size: int) -> int:
+    """How many ranks share this host, as the launcher says (hydra, Open MPI, MVAPICH), else
+    ``world_size`` (every rank on one host: the safe assumption). Read from the environment,
+    not by a collective, so that a rank failing before the run keeps nobody waiting."""
+    for name in LOCAL_SIZE_VARIABLES:
+        value = os.environ.get(name, "")
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    return world_size
+
+
+def limit_blas_threads(ranks_on_host: int) -> int:
+    """Give this rank's BLAS its share of the host's cores (at least one thread), and return it.
+
+    Every rank's BLAS would otherwise start one thread per core, W ranks on one host then run W
+    times more threads than cores and a matmul-heavy module runs slower than in one process.
+    numpy is already loaded when a run starts, so the environment variables (set unless the
+    user set them, for libraries loaded later) are not enough: the loaded OpenBLAS is told
+    directly, through threadpoolctl when it is installed, else through OpenBLAS's own
+    ``openblas_set_num_threads`` (numpy's wheels bundle it with a ``scipy_`` prefix and a ``64_``
+    suffix). A user's ``OPENBLAS_NUM_THREADS`` or ``OMP_NUM_THREADS`` wins.
+    """
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        (os.cpu_count() or 1)
+    threads = max(1, cores // max(1, ranks_on_host))
+    if any(name in os.environ for name in BLAS_THREAD_VARIABLES[:2]):
+        return int(os.environ.get("OPENBLAS_NUM_THREADS") or os.environ["OMP_NUM_THREADS"])
+    for name in BLAS_THREAD_VARIABLES:
+        os.environ[name] = str(threads)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        _set_openblas_threads(threads)
+    else:
+        threadpool_limits(threads, user_api="blas")
+    return threads
+
+
+def _set_openblas_threads(threads: int) -> None:
+    """Call ``openblas_set_num_threads`` of every OpenBLAS loaded in this process."""
+    import ctypes
+
+    try:
+        with open("/proc/self/maps", encoding="utf-8") as maps:
+            paths = {line.split()[-1] for line in maps if "openblas" in line.lower()
+                     and line.split()[-1].startswith("/")}
+    except OSError:
+        return
+    for path in sorted(paths):
+        try:
+            library = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for prefix in ("", "scipy_"):
+            for suffix in ("", "64_"):
+                setter = getattr(library, f"{prefix}openblas_set_num_threads{suffix}", None)
+                if setter is not None:
+                    setter(ctypes.c_int(threads))
+
+
 def run_mpi(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] | None = None,
             topology: Topology | None = None, *, mode: str = "exact",
             timeout: float | None = DEFAULT_TIMEOUT, seed: int | None = None,
@@ -99,6 +168,7 @@ def run_mpi(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] |
     if topology is None:
         topology = Topology(module.replica_count, module.num_partitions)
     layout = RankLayout(topology, world.Get_size())
+    limit_blas_threads(ranks_on_this_host(world.Get_size()))
     _wait_for_every_rank(world, timeout, report)
     transport = MpiTransport(layout, mode=mode, timeout=timeout, comm=world,
                              collective_groups=collective_groups(module, topology)
