@@ -191,7 +191,13 @@ def collapse_if_uniform(array: np.ndarray) -> ArrayValue:
     if array.shape[0] == 0:
         return PerDevice(array)
     first = array[0]
-    if array.shape[0] == 1 or array.strides[0] == 0 or _rows_equal(array):
+    if array.shape[0] == 1 or array.strides[0] == 0:
+        # The row is all the data there is: held as a read-only view, not copied (a broadcast
+        # all-gather result can be gigabytes).
+        view = array[0, ...]  # a 0-d view for a scalar row, not a numpy scalar
+        view.flags.writeable = False
+        return Replicated(view)
+    if _rows_equal(array):
         return Replicated(np.array(first, copy=True))
     return PerDevice(array)
 

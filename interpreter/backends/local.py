@@ -44,6 +44,9 @@ class LocalTransport:
                      if row_of[t] >= 0]
             return apply_collective(call, call.operands, (), pairs)
         uniform = isinstance(local, np.ndarray) and local.size > 0
+        if uniform and kind is Opcode.ALL_GATHER and not call.variadic and \
+                local.shape == (1, len(active)):
+            return [_gathered_once(x, local[0], call.dim) for x in call.operands]
         if uniform and kind in (Opcode.ALL_REDUCE, Opcode.ALL_GATHER) and not call.variadic and \
                 all(_same_on_every_row(x) for x in call.operands):
             return [_replicated_collective(call, x, local.shape[1]) for x in call.operands]
@@ -96,3 +99,13 @@ def _replicated_collective(call: CollectiveCall, x: np.ndarray, size: int) -> np
     else:
         one = collectives.all_gather(copies, group, call.dim)[0]
     return np.broadcast_to(one, (x.shape[0], *one.shape))
+
+
+def _gathered_once(x: np.ndarray, group: np.ndarray, dim: int) -> np.ndarray:
+    """All-gather over one group of every row: every row receives the same concatenation, so it
+    is built once (as ``collectives.all_gather`` builds each group's) and returned as a
+    broadcast view, not once per row (4096 rows of a 2 MB operand would be 32 GiB)."""
+    shape = x.shape[1:]
+    out_shape = (*shape[:dim], len(group) * shape[dim], *shape[dim + 1:])
+    one = np.moveaxis(x[group], 0, dim).reshape(out_shape)
+    return np.broadcast_to(one, (x.shape[0], *out_shape))

@@ -1,0 +1,131 @@
+"""The interpreter's fast paths compute exactly what the general paths compute: the direct
+ufunc calls against the op table's implementations, the held-once all-gather against
+``collectives.all_gather``, the cached iota line against ``arange``, the plan cache against a
+module changed between executes, and the blockwise f64 path against one f64 evaluation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import interpreter
+from interpreter import collectives
+from interpreter.backends.local import _gathered_once
+from interpreter.evaluator import Frame, OpContext
+from interpreter.ops import REGISTRY
+from interpreter.ops.elementwise import _DIRECT, _float_math, direct_ufunc
+from interpreter.ops.shape import iota_line
+from interpreter.values import PerDevice, Replicated, collapse_if_uniform
+from neuron_sim.hlo import Opcode, parse_module
+
+SPECIALS = np.array([0.0, -0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, 1e-45, 3e38, -7.0])
+
+
+def _operands(dtype, rows=4):
+    rng = np.random.default_rng(0)
+    if np.dtype(dtype).kind == "f":
+        values = np.concatenate([SPECIALS, rng.standard_normal(54) * 100]).astype(dtype)
+    else:
+        info = np.iinfo(dtype)
+        values = np.concatenate([[info.min, info.max, 0, -1 if info.min < 0 else 1],
+                                 rng.integers(info.min, info.max, 60, dtype=dtype)]
+                                ).astype(dtype)
+    return [np.stack([rng.permutation(values) for _ in range(rows)]) for _ in range(2)]
+
+
+@pytest.mark.parametrize("opcode", sorted(_DIRECT, key=lambda o: o.spelling))
+def test_direct_ufuncs_are_bit_identical_to_the_op_table(opcode):
+    ufunc, dtypes = _DIRECT[opcode]
+    for dtype in dtypes:
+        spelling = {np.float32: "f32", np.float64: "f64"}.get(dtype.type) or \
+            f"{'s' if dtype.kind == 'i' else 'u'}{dtype.itemsize * 8}"
+        args = ", ".join(f"{spelling}[64] a{i}" for i in range(ufunc.nin))
+        text = (f"HloModule m\nENTRY main {{\n" +
+                "".join(f"  a{i} = {spelling}[64] parameter({i})\n" for i in range(ufunc.nin)) +
+                f"  ROOT r = {spelling}[64] {opcode.spelling}({args})\n}}\n")
+        module = parse_module(text)
+        root = module.entry.root
+        assert direct_ufunc(root) is ufunc
+        arrays = _operands(dtype)[:ufunc.nin]
+        with np.errstate(all="ignore"):
+            general = REGISTRY[opcode].fn(OpContext(None, root, Frame(None, 4)), *arrays)
+            direct = ufunc(*arrays)
+        assert np.asarray(general).astype(dtype).tobytes() == direct.tobytes(), dtype
+
+
+def test_no_direct_ufunc_for_mixed_or_narrow_types():
+    module = parse_module("""HloModule m
+ENTRY main {
+  a = bf16[4] parameter(0)
+  b = bf16[4] parameter(1)
+  c = s32[4] parameter(2)
+  d = s32[4] divide(c, c)
+  ROOT r = bf16[4] add(a, b)
+}""")
+    assert direct_ufunc(module.entry.root) is None
+    assert direct_ufunc(module.entry.root.operand(0)) is None
+    divide = [i for i in module.entry.instructions if i.opcode is Opcode.DIVIDE][0]
+    assert direct_ufunc(divide) is None
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2])
+def test_all_gather_held_once_equals_the_per_row_all_gather(dim):
+    x = np.random.default_rng(1).standard_normal((6, 2, 3, 4)).astype(np.float32)
+    group = np.array([4, 1, 0, 5, 3, 2])
+    expected = collectives.all_gather(x, [tuple(group)], dim)
+    got = _gathered_once(x, group, dim)
+    assert got.strides[0] == 0
+    assert np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.float32, np.float64,
+                                   np.int64])
+def test_iota_line_is_arange_in_the_type_and_read_only(dtype):
+    for size in (0, 1, 200, 300, 1 << 23):
+        line = iota_line(size, np.dtype(dtype))
+        assert line.dtype == dtype and not line.flags.writeable
+        assert line.tobytes() == np.arange(size).astype(dtype).tobytes()
+
+
+def test_a_module_changed_between_executes_gets_a_new_plan():
+    module = parse_module("""HloModule m
+ENTRY main {
+  a = f32[3] parameter(0)
+  b = f32[3] negate(a)
+  ROOT r = f32[3] add(a, b)
+}""")
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    assert interpreter.run(module, [x])[0][0].tolist() == [0.0, 0.0, 0.0]
+    root = module.entry.root
+    root.replace_operand_with(root.operand(1), root.operand(0))   # a + a
+    assert interpreter.run(module, [x])[0][0].tolist() == [2.0, 4.0, 6.0]
+
+
+def test_blockwise_f64_path_equals_one_f64_evaluation():
+    x = np.random.default_rng(2).standard_normal(100_003).astype(np.float32) * 30
+    with np.errstate(over="ignore"):
+        assert _float_math(np.exp, x).tobytes() == np.exp(x.astype(np.float64)).astype(
+            np.float32).tobytes()
+
+
+def test_uniformity_is_decided_by_bits_in_blocks():
+    rows = np.zeros((5, 300_000), np.float32)
+    assert isinstance(collapse_if_uniform(rows), Replicated)
+    rows[4, -1] = -0.0
+    assert isinstance(collapse_if_uniform(rows), PerDevice)
+    view = collapse_if_uniform(np.broadcast_to(np.float32(2.5), (7,))).array
+    assert view.shape == () and not view.flags.writeable
+
+
+def test_outputs_do_not_alias_inputs_or_each_other():
+    module = parse_module("""HloModule m, num_partitions=2
+ENTRY main {
+  a = f32[3] parameter(0)
+  b = f32[3] negate(a)
+  ROOT r = (f32[3], f32[3], f32[3]) tuple(a, b, b)
+}""")
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    out = interpreter.run(module, [x])
+    out[0][0, 0] = 99
+    out[1][0, 0] = 99
+    assert x[0, 0] == 0 and out[2][0, 0] == -0.0
