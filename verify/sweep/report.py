@@ -176,6 +176,14 @@ def findings(results: Sequence[CaseResult], passes: Sequence[str]) -> list[Findi
                      + "), decided by execution alone")
     found.append(Finding("z3 and the differential verifier agree on every verdict",
                          not disagreements, evidence))
+    judgements = [j for r in results
+                  for j in (r.reference, *(o.judgement for o in r.passes.values()))
+                  if j is not None and j.differential == "sound"]
+    sampled = [j for j in judgements if j.proof != "all-inputs"]
+    found.append(Finding(
+        "every sound differential verdict is proved for all inputs (symbolic execution)",
+        not sampled, f"{len(judgements) - len(sampled)} of {len(judgements)} proved for all "
+                     "inputs" + (f"; sampled only: {len(sampled)}" if sampled else "")))
     return found
 
 

@@ -59,6 +59,7 @@ class Judgement:
     differential: str             # sound / unsound / unknown (no verdict: an ERROR)
     detail: str = ""
     witness: dict[str, Any] | None = None
+    proof: str | None = None      # a sound differential verdict: "all-inputs" or "sampled"
 
     @property
     def sound(self) -> bool | None:
@@ -73,7 +74,8 @@ class Judgement:
 
     def to_json(self) -> dict[str, Any]:
         return {"z3": self.z3, "differential": self.differential, "sound": self.sound,
-                "agree": not self.disagree, "detail": self.detail, "witness": self.witness}
+                "agree": not self.disagree, "detail": self.detail, "witness": self.witness,
+                "proof": self.proof}
 
 
 @dataclass
@@ -122,9 +124,10 @@ def _z3_word(status: Status) -> str:
 
 
 def _differential(before: HloModule, after: HloModule, topology: Topology,
-                  seed: int) -> tuple[str, dict[str, Any] | None, str]:
-    """The differential verifier's word on ``after`` replacing ``before``, its witness device
-    and its error line."""
+                  seed: int) -> tuple[str, dict[str, Any] | None, str, str | None]:
+    """The differential verifier's word on ``after`` replacing ``before``, its witness device,
+    its error line and, for a sound verdict, its kind of proof (``"all-inputs"`` when the
+    symbolic run equated every output element of every device, else ``"sampled"``)."""
     result = check_modules(before, after, [topology], trials=1, seed=seed, minimize=False)
     word = {Verdict.CORRECT: SOUND, Verdict.UNSOUND: UNSOUND}.get(result.status, UNKNOWN)
     witness = None
@@ -133,7 +136,7 @@ def _differential(before: HloModule, after: HloModule, topology: Topology,
         r, p = topology.replica_partition(cex.device)
         witness = {"device": cex.device, "replica": r, "partition": p,
                    "mismatching_devices": len(cex.mismatch_devices) or cex.mismatch_count}
-    return word, witness, result.error_line or ""
+    return word, witness, result.error_line or "", result.proof if word == SOUND else None
 
 
 def _witness(proof: FoldProof, differential: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -158,11 +161,12 @@ def reference_judgement(case: Case, module: HloModule, pair: ArDsPair,
     except HloCheckError as exc:
         # No reduce-scatter over these groups has the slice's shape: the fold's target is
         # malformed, which the verifier reports as UNSOUND (its first check).
-        word, witness, line = UNSOUND, None, f"{TARGET_MALFORMED}: {exc}"
+        word, witness, line, kind = UNSOUND, None, f"{TARGET_MALFORMED}: {exc}", None
     else:
-        word, witness, line = _differential(module, target, topology, seed)
+        word, witness, line, kind = _differential(module, target, topology, seed)
     detail = proof.reason + (f"; differential: {line}" if line else "")
-    return Judgement(_z3_word(proof.status), word, detail, _witness(proof, witness)), proof
+    return Judgement(_z3_word(proof.status), word, detail, _witness(proof, witness),
+                     kind), proof
 
 
 def _reduce_scatters(module: HloModule) -> list[HloInstruction]:
@@ -224,11 +228,11 @@ def judge_pass(key: str, case: Case, module: HloModule, pair: ArDsPair, proof: F
         return PassOutcome(key, False, "error", error=f"{type(exc).__name__}: {exc}")
     if not fired:
         return PassOutcome(key, False, "missed" if sound else "declined_unsound")
-    word, witness, line = _differential(module, after, topology, seed)
+    word, witness, line, kind = _differential(module, after, topology, seed)
     z3_word, reason, z3_witness = symbolic_rewrite_verdict(pair, proof, after, topology)
     detail = reason + (f"; differential: {line}" if line else "")
     both = {k: v for k, v in (("z3", z3_witness), ("differential", witness)) if v}
-    judgement = Judgement(z3_word, word, detail, both or None)
+    judgement = Judgement(z3_word, word, detail, both or None, kind)
     fired_sound = judgement.sound
     return PassOutcome(key, True, "fired_sound" if fired_sound else "fired_unsound", judgement)
 
