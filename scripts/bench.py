@@ -1,34 +1,53 @@
-"""Interpreter throughput, measured side by side in one run (not a timed test).
+"""The one bench of neuron-sim: every performance goal as a measured ratio with its spread.
 
-1. Scaling: one mostly-replicated module (a small MLP iterated in a while loop on replicated
-   weights, plus a per-device slice selected by partition-id and an all-reduce) run on 8 and on
-   512 simulated devices. Because replicated values are held once, the 512-device run should
-   cost at most a few times the 8-device run (target: ratio <= 4).
-2. Throughput: device-instructions per second (instructions executed x the devices they ran
-   for) at 512 devices, for that module and for a fully per-device one.
-3. Reading: parse + check throughput in MB/s of HLO text, on the largest file of the corpora
-   (tests/data) and on a generated module of about 50 MB (a long chain of instructions with
-   XLA-style metadata, and large constants), and the peak memory of parse + check per MB of
-   input (tracemalloc, in a separate pass so that it does not slow the timed one).
+Not a timed test: a developer tool. Each goal is measured over ``--rounds`` rounds in which the
+measured thing and its reference (numpy, a fresh Python, the local backend...) alternate, so
+that warm-up and the machine's load affect both alike; a goal reports the median of the
+per-round ratios and their min and max. Sections (``--only`` picks some):
 
-    PYTHONPATH=. python scripts/bench.py [--repeat N] [--text-mb M] [--json]
+  verify       verifications per second in process at 512 and 4096 devices
+  startup      ``neuron-sim run --help`` and ``run`` of a tiny module, seconds (numpy alone too)
+  instruction  per executed instruction / one numpy call on the same per-device arrays
+  one_op       execute of a one-op f32[1M] module at 8 devices / the numpy op; peak memory
+  argmax       argmax/argmin (JAX's comparator) over each axis and flattened / numpy
+  transcendental  f32 tanh, exp, log, sin modules / numpy's f32 functions; all-gather + tanh
+               memory at 4096 devices
+  mpi          ``mpiexec -n 2`` / local on a per-device-heavy (matmul) module; all-reduce
+               bandwidth of the backends
+  xla          execution / XLA:CPU's compiled executable on programs of the JAX corpus (needs
+               tests/data/jax/timings.json, written by a JAX-side script)
+  scaling      the mostly-replicated module from 8 to 65,536 devices (the curve)
+  symbolic     z3 fold-proof times per idiom and device count (``--pools``: the pools table)
+  reading      parse + check throughput of HLO text
+
+    PYTHONPATH=. python scripts/bench.py [--rounds N] [--only a,b] [--json]
+
+Results go to stdout (a table, or JSON with ``--json``); docs/performance.md holds the latest.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 
 import interpreter  # noqa: E402
 from neuron_sim.hlo import parse_module  # noqa: E402
 from neuron_sim.hlo.checker import check_module  # noqa: E402
+from neuron_sim.topology import Topology  # noqa: E402
 
 MOSTLY_REPLICATED = """
 HloModule bench_mostly_replicated, num_partitions={devices}
@@ -101,29 +120,229 @@ ENTRY main {{
 """
 
 
-def timed(module, inputs, repeat: int) -> tuple[float, interpreter.RunResult]:
-    best = float("inf")
-    result = None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = interpreter.execute(module, inputs)
-        best = min(best, time.perf_counter() - start)
-    return best, result
+# --------------------------------------------------------------------------------------------
+# Measuring: rounds, spreads, goals.
 
 
-def mostly_replicated(devices: int, repeat: int, steps: int = 50):
-    module = parse_module(MOSTLY_REPLICATED.format(devices=devices, steps=steps))
+def seconds(fn: Callable[[], Any], number: int = 1) -> float:
+    """Wall time of one call of ``fn``, averaged over ``number`` calls."""
+    start = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - start) / number
+
+
+def spread(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def alternating(fns: dict[str, Callable[[], float]], rounds: int) -> dict[str, list[float]]:
+    """Each function once per round, in turn: their measurements per round."""
+    out: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            out[name].append(fn())
+    return out
+
+
+def goal(name: str, values: list[float], target: float, *, at_most: bool = True,
+         unit: str = "x", **detail: Any) -> dict[str, Any]:
+    """One goal's record: the median over rounds, its spread, the target and whether it is met."""
+    record = {"goal": name, **spread(values), "target": target,
+              "comparison": "<=" if at_most else ">=", "unit": unit, "rounds": len(values)}
+    record["met"] = record["median"] <= target if at_most else record["median"] >= target
+    record.update(detail)
+    return record
+
+
+def ratios(measured: list[float], reference: list[float]) -> list[float]:
+    return [m / r for m, r in zip(measured, reference)]
+
+
+def best_of(fn: Callable[[], Any], repeat: int, number: int = 1) -> float:
+    return min(seconds(fn, number) for _ in range(repeat))
+
+
+# --------------------------------------------------------------------------------------------
+# 1. verify, in process.
+
+VERIFY_MODULE = """HloModule bench_verify, num_partitions={devices}
+
+add {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}}
+
+ENTRY main {{
+  x = f32[8] parameter(0)
+  i = s32[2] parameter(1)
+  p = pred[3] parameter(2)
+  r = f32[8] all-reduce(x), channel_id=1, replica_groups={{}}, to_apply=add
+  n = s32[2] negate(i)
+  ROOT t = (f32[8], s32[2], pred[3]) tuple(r, n, p)
+}}
+"""
+
+
+def bench_verify(rounds: int) -> list[dict]:
+    """``check_modules`` (the default 7 trials, one topology) of a small module with small
+    integer and pred parameters (rows repeat across devices: the input generator's worst case)
+    and an all-reduce."""
+    from verify.api import check_modules
+
+    records = []
+    for devices, target in ((512, 40.0), (4096, 5.0)):
+        module = parse_module(VERIFY_MODULE.format(devices=devices))
+        status = check_modules(module, module).status
+        number = 3 if devices <= 512 else 1
+        rates = [1 / seconds(lambda: check_modules(module, module), number)
+                 for _ in range(rounds)]
+        records.append(goal(f"verify at {devices} devices", rates, target, at_most=False,
+                            unit="verifications/s", status=str(status.value)))
+    return records
+
+
+# --------------------------------------------------------------------------------------------
+# 2. start-up.
+
+TINY = """HloModule tiny
+
+ENTRY main {
+  x = f32[4] parameter(0)
+  ROOT y = f32[4] negate(x)
+}
+"""
+
+
+def bench_startup(rounds: int) -> list[dict]:
+    """Fresh processes: ``neuron-sim run --help``, ``neuron-sim run`` of a 1-op module, and
+    ``python -c "import numpy"`` for reference; and which heavy modules the CLI imports."""
+    python = sys.executable
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    with tempfile.TemporaryDirectory() as tmp:
+        tiny = Path(tmp) / "tiny.hlo"
+        tiny.write_text(TINY)
+        commands = {
+            "help": [python, "-m", "neuron_sim.cli", "run", "--help"],
+            "run": [python, "-m", "neuron_sim.cli", "run", str(tiny), "--seed", "0",
+                    "-o", str(Path(tmp) / "out.npz")],
+            "numpy": [python, "-c", "import numpy"],
+        }
+
+        def launch(command: list[str]) -> Callable[[], float]:
+            return lambda: seconds(lambda: subprocess.run(
+                command, env=env, check=True, capture_output=True))
+
+        times = alternating({k: launch(c) for k, c in commands.items()}, rounds)
+    probe = subprocess.run([python, "-c", "import sys, neuron_sim.cli; print(','.join(m for m in "
+                            "('z3', 'mpi4py', 'ml_dtypes', 'hypothesis') if m in sys.modules))"],
+                           env=env, capture_output=True, text=True, check=True).stdout.strip()
+    return [goal("start-up: run --help", times["help"], 0.25, unit="s",
+                 numpy_s=statistics.median(times["numpy"]), heavy_imports=probe),
+            goal("start-up: run of a 1-op module", times["run"], 0.25, unit="s",
+                 numpy_s=statistics.median(times["numpy"]))]
+
+
+# --------------------------------------------------------------------------------------------
+# 3. per instruction.
+
+def _loop_module(devices: int, ops: int, steps: int) -> str:
+    body = "\n".join(f"  v{i + 1} = f32[64] {'add' if i % 2 == 0 else 'multiply'}(v{i}, h)"
+                     for i in range(ops))
+    return f"""HloModule bench_loop, num_partitions={devices}
+
+cond {{
+  s = (s32[], f32[64]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant({steps})
+  ROOT lt = pred[] compare(i, n), direction=LT
+}}
+
+body {{
+  s = (s32[], f32[64]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  h = f32[64] get-tuple-element(s), index=1
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  v0 = f32[64] negate(h)
+{body}
+  ROOT out = (s32[], f32[64]) tuple(j, v{ops})
+}}
+
+ENTRY main {{
+  x = f32[64] parameter(0)
+  z = s32[] constant(0)
+  init = (s32[], f32[64]) tuple(z, x)
+  w = (s32[], f32[64]) while(init), condition=cond, body=body
+  ROOT r = f32[64] get-tuple-element(w), index=1
+}}
+"""
+
+
+def _chain_module(devices: int, ops: int) -> str:
+    lines = [f"  v{i + 1} = f32[64] {'add' if i % 2 == 0 else 'multiply'}(v{i}, x)"
+             for i in range(ops)]
+    return (f"HloModule bench_chain, num_partitions={devices}\n\nENTRY main {{\n"
+            f"  x = f32[64] parameter(0)\n  v0 = f32[64] negate(x)\n" + "\n".join(lines) +
+            f"\n  ROOT r = f32[64] negate(v{ops})\n}}\n")
+
+
+def bench_instruction(rounds: int) -> list[dict]:
+    """Time per executed instruction of small f32[64] elementwise ops at 8 devices (a while
+    loop of 20 ops x 50 steps, and a straight chain of 300 ops, the plan reused across
+    executes) / one ``np.add`` of two [8, 64] arrays."""
+    x = (np.random.default_rng(0).standard_normal((8, 64)) * 1e-3).astype(np.float32)
+    a, b = x.copy(), x.copy()
+    records = []
+    for label, text in (("loop", _loop_module(8, 20, 50)), ("chain", _chain_module(8, 300))):
+        module = parse_module(text)
+        count = interpreter.execute(module, [x]).instructions_executed
+        times = alternating({
+            "run": lambda: seconds(lambda: interpreter.execute(module, [x]), 3) / count,
+            "numpy": lambda: seconds(lambda: np.add(a, b), 2000)}, rounds)
+        records.append(goal(f"per instruction ({label}) / np.add", ratios(times["run"],
+                            times["numpy"]), 4.0, instructions=count,
+                            us_per_instruction=statistics.median(times["run"]) * 1e6))
+    return records
+
+
+# --------------------------------------------------------------------------------------------
+# 4. one op.
+
+def bench_one_op(rounds: int) -> list[dict]:
+    """execute of ``add(f32[1M], f32[1M])`` at 8 devices / ``np.add`` of the [8, 1M] inputs;
+    peak memory (tracemalloc during execute, plus the caller's inputs) / devices x live bytes
+    (two inputs and the output per device)."""
+    import tracemalloc
+
+    devices, size = 8, 1 << 20
+    module = parse_module(f"""HloModule bench_one_op, num_partitions={devices}
+
+ENTRY main {{
+  a = f32[{size}] parameter(0)
+  b = f32[{size}] parameter(1)
+  ROOT c = f32[{size}] add(a, b)
+}}
+""")
     rng = np.random.default_rng(0)
-    inputs = [(rng.standard_normal((64, 64)) / 8).astype(np.float32),
-              rng.standard_normal(64).astype(np.float32)]
-    return timed(module, inputs, repeat)
+    a = rng.standard_normal((devices, size), dtype=np.float32)
+    b = rng.standard_normal((devices, size), dtype=np.float32)
+    interpreter.execute(module, [a, b])
+    times = alternating({"run": lambda: seconds(lambda: interpreter.execute(module, [a, b]), 5),
+                         "numpy": lambda: seconds(lambda: np.add(a, b), 5)}, rounds)
+    tracemalloc.start()
+    interpreter.execute(module, [a, b])
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    memory = (peak + a.nbytes + b.nbytes) / (devices * 3 * 4 * size)
+    return [goal("execute of one f32[1M] add at 8 devices / np.add",
+                 ratios(times["run"], times["numpy"]), 1.5),
+            goal("peak memory / (devices x live bytes)", [memory], 1.2)]
 
 
-def per_device(devices: int, repeat: int):
-    module = parse_module(PER_DEVICE.format(devices=devices))
-    x = np.random.default_rng(0).standard_normal((devices, 256)).astype(np.float32)
-    return timed(module, [x], repeat)
-
+# --------------------------------------------------------------------------------------------
+# 5. argmax / argmin.
 
 ARGMAX = """HloModule argmax_bench
 
@@ -156,46 +375,329 @@ ENTRY main {{
 """
 
 
-def _best(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
-def argmax_ratios(repeat: int) -> dict[str, float]:
-    """Time / numpy.argmax time of argmax over f32[256,1024] (JAX's comparator; many ties, no
-    NaN: numpy.argmax returns at the first NaN without reading the rest), per axis and
-    flattened: ``module_*`` runs the whole module (the iota, the input copy and the reduce),
-    ``reduce_*`` only the reduce's fold; the goal is <= 10."""
+def bench_argmax(rounds: int) -> list[dict]:
+    """The whole module (reshape, iota, the variadic reduce with JAX's comparator) / numpy's
+    argmax or argmin on the same f32[256,1024] (many ties, no NaN: numpy stops at a NaN), per
+    axis and flattened; also the reduce's fold alone."""
     from interpreter.ops.reduce import fold_arg_reduce
     from neuron_sim.hlo.arg_reducers import ArgReducer
 
     rng = np.random.default_rng(0)
     x = (rng.integers(-8, 8, size=(256, 1024)) / 2).astype(np.float32)
-    cases = {"axis0": ("256,1024", 0, "1024", 0), "axis1": ("256,1024", 1, "256", 1),
+    cases = {"axis 0": ("256,1024", 0, "1024", 0), "axis 1": ("256,1024", 1, "256", 1),
              "flattened": ("262144", 0, "", None)}
-    ratios = {}
-    for label, (shape, dim, out, axis) in cases.items():
-        module = parse_module(ARGMAX.format(shape=shape, dim=dim, out=out))
-        numpy_time = _best(lambda: np.argmax(x, axis=axis), repeat * 10)
-        ratios[f"module_{label}"] = timed(module, [x], repeat)[0] / numpy_time
-        values = x.reshape(1, *map(int, shape.split(",")))
-        where = [1] * values.ndim
-        where[1 + dim] = -1
-        indices = np.broadcast_to(np.arange(values.shape[1 + dim], dtype=np.int32)
-                                  .reshape(where), values.shape)
-        low = np.full([1] * (values.ndim - 1), -np.inf, np.float32)
-        zero = np.zeros_like(low, dtype=np.int32)
-        ratios[f"reduce_{label}"] = _best(lambda: fold_arg_reduce(
-            values, indices, low, zero, ArgReducer("max", True), axis=1 + dim,
-            increasing=True), repeat * 10) / numpy_time
-    return ratios
+    records = []
+    for direction, numpy_fn in (("max", np.argmax), ("min", np.argmin)):
+        for label, (shape, dim, out, axis) in cases.items():
+            text = ARGMAX.format(shape=shape, dim=dim, out=out)
+            if direction == "min":
+                text = text.replace("direction=GT", "direction=LT").replace("-inf", "inf")
+            module = parse_module(text)
+            values = x.reshape(1, *map(int, shape.split(",")))
+            where = [1] * values.ndim
+            where[1 + dim] = -1
+            indices = np.broadcast_to(np.arange(values.shape[1 + dim], dtype=np.int32)
+                                      .reshape(where), values.shape)
+            low = np.full([1] * (values.ndim - 1), -np.inf if direction == "max" else np.inf,
+                          np.float32)
+            zero = np.zeros_like(low, dtype=np.int32)
+            times = alternating({
+                "module": lambda: seconds(lambda: interpreter.execute(module, [x]), 5),
+                "fold": lambda: seconds(lambda: fold_arg_reduce(
+                    values, indices, low, zero, ArgReducer(direction, True), axis=1 + dim,
+                    increasing=True), 5),
+                "numpy": lambda: seconds(lambda: numpy_fn(x, axis=axis), 20)}, rounds)
+            records.append(goal(f"arg{direction} {label} (module) / numpy.arg{direction}",
+                                ratios(times["module"], times["numpy"]), 10.0,
+                                fold_only=statistics.median(ratios(times["fold"],
+                                                                   times["numpy"]))))
+    return records
 
 
-DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
+# --------------------------------------------------------------------------------------------
+# 6. transcendentals.
+
+def bench_transcendental(rounds: int) -> list[dict]:
+    """A one-op f32[1M] module at 8 devices / numpy's f32 function on the [8, 1M] input; and
+    the all-gather + tanh of 256 KB per device at 4096 devices (1 GiB gathered): the bytes the
+    interpreter allocates (tracemalloc) per gathered byte, and that at 2 MB per device."""
+    import tracemalloc
+
+    devices, size = 8, 1 << 20
+    x = np.random.default_rng(0).standard_normal((devices, size), dtype=np.float32)
+    positive = np.abs(x) + np.float32(1e-3)
+    records = []
+    for name, fn, data in (("tanh", np.tanh, x), ("exponential", np.exp, x),
+                           ("log", np.log, positive), ("sine", np.sin, x)):
+        module = parse_module(f"""HloModule bench_{name}, num_partitions={devices}
+
+ENTRY main {{
+  x = f32[{size}] parameter(0)
+  ROOT y = f32[{size}] {name}(x)
+}}
+""")
+        with np.errstate(all="ignore"):
+            times = alternating({
+                "run": lambda: seconds(lambda: interpreter.execute(module, [data])),
+                "numpy": lambda: seconds(lambda: fn(data))}, rounds)
+        records.append(goal(f"f32 {name} / numpy f32", ratios(times["run"], times["numpy"]),
+                            1.5))
+    gather_devices, per_device = 4096, 1 << 16
+    module = parse_module(f"""HloModule bench_gather_tanh, num_partitions={gather_devices}
+
+ENTRY main {{
+  x = f32[{per_device}] parameter(0)
+  g = f32[{gather_devices * per_device}] all-gather(x), channel_id=1, replica_groups={{}}, dimensions={{0}}
+  t = f32[{gather_devices * per_device}] tanh(g)
+  ROOT s = f32[{per_device}] slice(t), slice={{[0:{per_device}]}}
+}}
+""")
+    inputs = np.random.default_rng(1).standard_normal((gather_devices, per_device),
+                                                      dtype=np.float32)
+    tracemalloc.start()
+    interpreter.execute(module, [inputs])
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    gathered = gather_devices * per_device * 4
+    full_gathered = gather_devices * (2 << 20)
+    projected = (peak / gathered * full_gathered + full_gathered) / 2 ** 30
+    records.append(goal("all-gather + tanh, 2 MB per device at 4096 devices (projected)",
+                        [projected], 20.0, unit="GiB",
+                        allocated_per_gathered_byte=peak / gathered,
+                        note="interpreter allocations measured at 256 KB per device, scaled "
+                             "to 2 MB, plus the caller's 8 GiB of inputs"))
+    return records
+
+
+# --------------------------------------------------------------------------------------------
+# 7. MPI.
+
+MATMUL_HEAVY = """HloModule bench_matmul_heavy, num_partitions={devices}
+
+ENTRY main {{
+  x = f32[{n},{n}] parameter(0)
+  a = f32[{n},{n}] dot(x, x), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  b = f32[{n},{n}] tanh(a)
+  c = f32[{n},{n}] dot(b, x), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  d = f32[{n},{n}] tanh(c)
+  e = f32[{n},{n}] dot(d, x), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  ROOT f = f32[{n},{n}] tanh(e)
+}}
+"""
+
+
+def _matmul_inputs(devices: int, n: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(0)
+    return [(rng.standard_normal((devices, n, n)) / np.sqrt(n)).astype(np.float32)]
+
+
+def _mpi_worker(spec: dict) -> None:
+    """Under mpiexec: run the module ``repeat`` times, rank 0 prints the slowest rank's times."""
+    from mpi4py import MPI
+
+    from interpreter.backends.mpi import run_mpi
+
+    comm = MPI.COMM_WORLD
+    if spec["kind"] == "matmul":
+        module = parse_module(MATMUL_HEAVY.format(devices=spec["devices"], n=spec["n"]))
+        inputs: Any = _matmul_inputs(spec["devices"], spec["n"])
+    else:
+        module = parse_module(ALL_REDUCE.format(devices=spec["devices"],
+                                                elements=spec["size_mib"] * (1 << 18)))
+        inputs = [np.random.default_rng(0).standard_normal(
+            (spec["devices"], spec["size_mib"] * (1 << 18)), dtype=np.float32)]
+    run_mpi(module, inputs, mode=spec.get("mode", "exact"), gather=False)  # warm-up
+    runs = []
+    for _ in range(spec["repeat"]):
+        comm.Barrier()
+        start = time.perf_counter()
+        run_mpi(module, inputs, mode=spec.get("mode", "exact"), gather=False)
+        runs.append(comm.allreduce(time.perf_counter() - start, op=MPI.MAX))
+    if comm.Get_rank() == 0:
+        print(json.dumps(runs), flush=True)
+
+
+def _mpiexec(spec: dict, ranks: int) -> list[float]:
+    mpiexec = Path(sys.executable).parent / "mpiexec"
+    command = [str(mpiexec), "-n", str(ranks), sys.executable, str(Path(__file__).resolve()),
+               "--mpi-worker", json.dumps(spec)]
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    env["PYTHONPATH"] = str(REPO)
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1800)
+    if done.returncode != 0:
+        raise RuntimeError(f"mpiexec failed ({done.returncode}):\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+ALL_REDUCE = """HloModule bench_all_reduce, replica_count={devices}
+
+add {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}}
+
+ENTRY main {{
+  p = f32[{elements}] parameter(0)
+  ROOT ar = f32[{elements}] all-reduce(p), replica_groups={{}}, to_apply=add
+}}
+"""
+
+
+def bench_mpi(rounds: int, all_reduce_mib: int = 16) -> list[dict]:
+    """``mpiexec -n 2`` (each rank limits its BLAS threads to its share) / the local backend
+    on a module of three f32[384,384] matmuls per device at 8 devices (run time without process
+    start-up); and the all-reduce (sum) of ``all_reduce_mib`` MiB per device over 8 devices
+    on each backend, as algorithm bandwidth (tensor bytes / time)."""
+    if not (Path(sys.executable).parent / "mpiexec").exists():
+        return [{"goal": "mpiexec -n 2 / local", "skipped": "no mpiexec next to Python"}]
+    devices, n = 8, 384
+    module = parse_module(MATMUL_HEAVY.format(devices=devices, n=n))
+    inputs = _matmul_inputs(devices, n)
+    interpreter.execute(module, inputs)
+    local = [seconds(lambda: interpreter.execute(module, inputs)) for _ in range(rounds)]
+    mpi = _mpiexec({"kind": "matmul", "devices": devices, "n": n, "repeat": rounds}, 2)
+    records = [goal("mpiexec -n 2 / local (matmul-heavy, 8 devices)",
+                    ratios(sorted(mpi), sorted(local)), 1.0,
+                    local_s=statistics.median(local), mpi_s=statistics.median(mpi))]
+    size = all_reduce_mib * (1 << 20)
+    ar_module = parse_module(ALL_REDUCE.format(devices=devices, elements=size // 4))
+    ar_inputs = [np.random.default_rng(0).standard_normal((devices, size // 4),
+                                                          dtype=np.float32)]
+    local_ar = [seconds(lambda: interpreter.execute(ar_module, ar_inputs)) for _ in range(rounds)]
+    bandwidth = {"local": [size / t / 1e9 for t in local_ar]}
+    for ranks in (2, 4):
+        for mode in ("exact", "native"):
+            times = _mpiexec({"kind": "all-reduce", "devices": devices,
+                              "size_mib": all_reduce_mib, "mode": mode, "repeat": rounds}, ranks)
+            bandwidth[f"mpi {mode} W={ranks}"] = [size / t / 1e9 for t in times]
+    records.append({"goal": f"all-reduce of {all_reduce_mib} MiB x 8 devices, GB/s (whole run)",
+                    **{k: spread(v) for k, v in bandwidth.items()}})
+    return records
+
+
+# --------------------------------------------------------------------------------------------
+# 8. against XLA:CPU.
+
+def bench_xla(rounds: int) -> list[dict]:
+    """Execution of each program of tests/data/jax/timings.json / XLA:CPU's compiled
+    executable's time recorded there (and the whole ``neuron-sim run`` / a fresh JAX process)."""
+    path = REPO / "tests" / "data" / "jax" / "timings.json"
+    if not path.exists():
+        return [{"goal": "execution / XLA:CPU", "skipped": f"{path.relative_to(REPO)} is "
+                 "missing: JAX's timings are not recorded yet"}]
+    from neuron_sim.hlo import parse_module_file
+    from neuron_sim.io import read_npz
+
+    timings = json.loads(path.read_text())
+    per_program = []
+    for name, record in timings.items():
+        module = parse_module_file(REPO / "tests" / "data" / "jax" / f"{name}.hlo")
+        inputs = read_npz(REPO / "tests" / "data" / "jax" / f"{name}.npz")
+        arrays = {k: v for k, v in inputs.items() if k.startswith("arg")}
+        interpreter.execute(module, arrays)
+        ours = statistics.median(seconds(lambda: interpreter.execute(module, arrays))
+                                 for _ in range(rounds))
+        per_program.append(ours / record["execute_s"])
+    geomean = float(np.exp(np.mean(np.log(per_program))))
+    return [goal("execution / XLA:CPU, geometric mean", [geomean], 1.0),
+            goal("execution / XLA:CPU, worst program", [max(per_program)], 2.0)]
+
+
+# --------------------------------------------------------------------------------------------
+# 9. scaling.
+
+def bench_scaling(rounds: int, largest: int = 65536) -> list[dict]:
+    """The mostly-replicated module (a while loop of a small MLP on replicated weights, a
+    per-device slice and an all-reduce) from 8 devices up: seconds per run and the ratio to
+    8 devices (linear in devices would be the device ratio; held-once values keep it far
+    below)."""
+    rng = np.random.default_rng(0)
+    inputs = [(rng.standard_normal((64, 64)) / 8).astype(np.float32),
+              rng.standard_normal(64).astype(np.float32)]
+    curve = {}
+    devices = 8
+    while devices <= largest:
+        module = parse_module(MOSTLY_REPLICATED.format(devices=devices, steps=50))
+        interpreter.execute(module, inputs)
+        curve[devices] = statistics.median(seconds(lambda: interpreter.execute(module, inputs))
+                                           for _ in range(rounds))
+        devices *= 8 if devices < 4096 else 16
+    base = curve[8]
+    top = max(curve)
+    return [goal(f"scaling: {top} devices / 8 devices (time ratio)", [curve[top] / base],
+                 top / 8, curve_s={str(d): t for d, t in curve.items()})]
+
+
+# --------------------------------------------------------------------------------------------
+# 10. z3 fold proofs.
+
+def bench_symbolic(rounds: int, pools: bool = False) -> list[dict]:
+    """Proof time per all-reduce + dynamic-slice pair at 8, 64 and 4096 devices for the offset
+    families that matter (the JAX idiom in a fusion, a position table under shuffled groups,
+    strided groups with pid / G: PROVEN; the seed's repeated pool: REFUTED with a minimized
+    witness); with ``pools``, the constant-pool theorem table (G*g <= 4096)."""
+    import random
+
+    from passes.neuron.offset_pools import pool_repeated
+    from verify.symbolic import find_ar_ds_pairs, prove_pair
+    from verify.symbolic.idioms import (ArDsIdiom, offset_divmod, offset_jax, offset_pool,
+                                        offset_table)
+
+    width, shard = 8, 4
+    rows = []
+    for devices in (8, 64, 4096):
+        count = devices // width
+        contiguous = tuple(tuple(range(k * width, (k + 1) * width)) for k in range(count))
+        strided = tuple(tuple(k + count * j for j in range(width)) for k in range(count))
+        ids = list(range(devices))
+        random.Random(devices).shuffle(ids)
+        shuffled = tuple(tuple(ids[k:k + width]) for k in range(0, devices, width))
+        position = {f: i for group in shuffled for i, f in enumerate(group)}
+        full = width * shard
+        idioms = {
+            "jax_fused_contiguous": ArDsIdiom(
+                "jax", 1, devices, contiguous, "flattened", full, shard,
+                offset_jax(shard, full, mask=width - 1, fused=True), fused=True),
+            "table_shuffled": ArDsIdiom(
+                "table", 1, devices, shuffled, "flattened", full, shard,
+                offset_table([position[p] for p in range(devices)], shard)),
+            "divide_strided": ArDsIdiom(
+                "divide", 1, devices, strided, "flattened", full, shard,
+                offset_divmod(shard, divisor=count, use_remainder=False)),
+            "repeated_pool_strided": ArDsIdiom(
+                "pool", 1, devices, strided, "flattened", full, shard,
+                offset_pool(pool_repeated(count, width, shard), shard)),
+        }
+        topology = Topology(1, devices)
+        for name, idiom in idioms.items():
+            (pair,) = find_ar_ds_pairs(parse_module(idiom.text()))
+            times, proof = [], None
+            for _ in range(rounds):
+                start = time.perf_counter()
+                proof = prove_pair(pair, topology)
+                times.append(time.perf_counter() - start)
+            rows.append({"idiom": name, "devices": devices, "status": str(proof.status),
+                         "witness_device": proof.witness.device if proof.witness else None,
+                         **spread(times)})
+    result: list[dict] = [{"goal": "z3 fold proofs (seconds per pair)", "pairs": rows}]
+    if pools:
+        from verify.symbolic.pool_theorems import pool_table
+
+        start = time.perf_counter()
+        table = pool_table(max_devices=4096)
+        result.append({"goal": "constant-pool theorems (G*g <= 4096)",
+                       "seconds": time.perf_counter() - start,
+                       "rows": [{"pool": r.pool, "layout": str(r.layout), "verdict": r.status,
+                                 "seconds": r.seconds} for r in table]})
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# 11. reading.
+
+DATA = REPO / "tests" / "data"
 
 
 def generated_text(megabytes: float) -> str:
@@ -278,59 +780,85 @@ def fold_proof(devices: int = 512) -> dict:
             "seconds": proof.seconds, "terms": proof.terms, "target_seconds": 10.0}
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5, help="best of N runs (default 5)")
-    parser.add_argument("--text-mb", type=float, default=50.0,
-                        help="size of the generated module for the reading bench (default 50)")
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args(argv)
-
-    # Alternate the two sizes so that warm-up and load affect both alike; keep the best of each.
-    small_time = large_time = float("inf")
-    for _ in range(args.repeat):
-        small_time = min(small_time, mostly_replicated(8, 1)[0])
-        t, large = mostly_replicated(512, 1)
-        large_time = min(large_time, t)
-    dense_time, dense = per_device(512, args.repeat)
-    report = {
-        "mostly_replicated_8_devices_s": small_time,
-        "mostly_replicated_512_devices_s": large_time,
-        "ratio_512_over_8": large_time / small_time,
-        "ratio_target": 4.0,
-        "mostly_replicated_instructions": large.instructions_executed,
-        "mostly_replicated_device_instructions_per_s_512": large.device_instructions / large_time,
-        "per_device_512_devices_s": dense_time,
-        "per_device_device_instructions_per_s_512": dense.device_instructions / dense_time,
-    }
-    report["argmax_over_numpy"] = argmax_ratios(args.repeat)
-    report["argmax_over_numpy_target"] = 10.0
-    report["fold_proof"] = fold_proof()
+def bench_reading(rounds: int, text_mb: float = 50.0) -> list[dict]:
+    """Parse + check of the largest corpus file and of a generated ``text_mb`` MB module."""
     largest = largest_corpus_file()
-    report["reading"] = [reading(largest.read_text(), str(largest.relative_to(DATA.parent.parent))),
-                         reading(generated_text(args.text_mb), f"generated {args.text_mb:g} MB")]
+    return [{"goal": "parse + check", **reading(largest.read_text(),
+                                                 str(largest.relative_to(REPO)))},
+            {"goal": "parse + check", **reading(generated_text(text_mb),
+                                                 f"generated {text_mb:g} MB")}]
+
+
+SECTIONS = {"verify": bench_verify, "startup": bench_startup, "instruction": bench_instruction,
+            "one_op": bench_one_op, "argmax": bench_argmax,
+            "transcendental": bench_transcendental, "mpi": bench_mpi, "xla": bench_xla,
+            "scaling": bench_scaling, "symbolic": bench_symbolic, "reading": bench_reading}
+
+
+def machine() -> dict[str, Any]:
+    """Where the numbers were taken, and how loaded the machine was."""
+    try:
+        model = next(line.split(":", 1)[1].strip()
+                     for line in Path("/proc/cpuinfo").read_text().splitlines()
+                     if line.startswith("model name"))
+    except (OSError, StopIteration):
+        model = platform.processor()
+    return {"cpu": model, "cores": os.cpu_count(), "python": platform.python_version(),
+            "numpy": np.__version__, "load_average": list(os.getloadavg())}
+
+
+def _format(record: dict) -> str:
+    if "skipped" in record:
+        return f"  {record['goal']}: skipped ({record['skipped']})"
+    if "median" in record:
+        unit = record["unit"]
+        verdict = "met" if record["met"] else "NOT met"
+        return (f"  {record['goal']}: {record['median']:.3g} {unit} "
+                f"[{record['min']:.3g} .. {record['max']:.3g}] "
+                f"(target {record['comparison']} {record['target']:g}; {verdict})")
+    if "pairs" in record:
+        return f"  {record['goal']}:\n" + "\n".join(
+            f"    {row['idiom']:<24} {row['devices']:>5} devices  {row['status']:<8} "
+            f"witness {row['witness_device'] if row['witness_device'] is not None else '-':>4}  "
+            f"{row['median'] * 1e3:8.1f} ms" for row in record["pairs"])
+    return f"  {record['goal']}: " + json.dumps({k: v for k, v in record.items() if k != "goal"},
+                                               default=str)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5, help="rounds per measurement (5)")
+    parser.add_argument("--only", default=",".join(SECTIONS),
+                        help=f"comma-separated sections: {', '.join(SECTIONS)}")
+    parser.add_argument("--pools", action="store_true", help="symbolic: the pools table too")
+    parser.add_argument("--text-mb", type=float, default=50.0,
+                        help="reading: size of the generated module (50)")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--mpi-worker", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.mpi_worker:
+        _mpi_worker(json.loads(args.mpi_worker))
+        return 0
+    chosen = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in SECTIONS]
+    if unknown:
+        parser.error(f"unknown section(s) {', '.join(unknown)}")
+    report: dict[str, Any] = {"machine": machine(), "rounds": args.rounds, "sections": {}}
+    for name in chosen:
+        if name == "symbolic":
+            records = bench_symbolic(args.rounds, pools=args.pools)
+        elif name == "reading":
+            records = bench_reading(args.rounds, args.text_mb)
+        else:
+            records = SECTIONS[name](args.rounds)
+        report["sections"][name] = records
+        if not args.json:
+            print(f"{name}:")
+            for record in records:
+                print(_format(record), flush=True)
+    report["machine"]["load_average_after"] = list(os.getloadavg())
     if args.json:
-        print(json.dumps(report, indent=1))
-    else:
-        print(f"mostly replicated module: {small_time * 1e3:.1f} ms on 8 devices, "
-              f"{large_time * 1e3:.1f} ms on 512 devices: ratio "
-              f"{report['ratio_512_over_8']:.2f} (target <= 4)")
-        print(f"  {large.instructions_executed} instructions, "
-              f"{report['mostly_replicated_device_instructions_per_s_512']:,.0f} "
-              "device-instructions/s at 512 devices")
-        print(f"per-device module (f32[256] elementwise chain): {dense_time * 1e3:.1f} ms on 512 "
-              f"devices, {report['per_device_device_instructions_per_s_512']:,.0f} "
-              "device-instructions/s")
-        print("argmax of f32[256,1024] / numpy.argmax: " + ", ".join(
-            f"{k} {v:.1f}x" for k, v in report["argmax_over_numpy"].items()) + " (target <= 10)")
-        fold = report["fold_proof"]
-        print(f"AR + DS -> RS fold over f32[1024] proved for all inputs on {fold['devices']} "
-              f"devices: {fold['outcome']} in {fold['seconds']:.2f} s, {fold['terms']:,} terms "
-              "(target < 10 s)")
-        for row in report["reading"]:
-            print(f"parse + check {row['file']}: {row['mb']:.2f} MB in {row['seconds']:.2f} s, "
-                  f"{row['mb_per_s']:.2f} MB/s, peak {row['peak_mb_per_input_mb']:.1f} MB per MB "
-                  "of text")
+        print(json.dumps(report, indent=1, default=str))
     return 0
 
 
