@@ -121,6 +121,37 @@ def _can_update_in_place(combine: Callable[..., Any], acc: Any, item: Any) -> bo
     )
 
 
+def _accumulates_in_place(combine: Callable[..., Any], dtype: np.dtype) -> bool:
+    """Whether ``combine`` is a binary ufunc whose ``accumulate`` folds values of ``dtype``
+    exactly as :func:`fold_group` does: ``accumulate`` is the left fold by definition
+    (``r[i] = combine(r[i - 1], a[i])``), so only the result type must stay ``dtype``."""
+    if not (isinstance(combine, np.ufunc) and combine.nin == 2 and combine.nout == 1):
+        return False
+    try:
+        sample = np.zeros(1, dtype)
+        return combine(sample, sample).dtype == dtype
+    except TypeError:
+        return False
+
+
+def _fold_by_accumulate(x: np.ndarray, table: np.ndarray, combine: np.ufunc,
+                        window: tuple[slice, ...]) -> np.ndarray:
+    """The left fold of the positions of ``x[:, *window]`` for every group, a block of
+    positions per ``combine.accumulate`` call (carrying the fold across blocks) instead of one
+    Python step per position: an all-reduce over 4096 devices of a few elements is 4096 steps
+    otherwise."""
+    n = table.shape[1]
+    first = x[(table[:, 0], *window)]
+    block = max(1, _CHUNK_ELEMENTS // max(1, first.size))
+    acc = np.array(first, copy=True)
+    for start in range(1, n, block):
+        stop = min(n, start + block)
+        items = x[(table[:, start:stop], *window)]          # (groups, positions, ...)
+        sequence = np.concatenate([acc[:, None], items], axis=1)
+        acc = combine.accumulate(sequence, axis=1, dtype=x.dtype)[:, -1]
+    return acc
+
+
 # --------------------------------------------------------------------------------------------
 # Input checking and group tables.
 
@@ -292,7 +323,9 @@ def _fold_columns(
         parts = (combine.fold_positions([x[(table[:, i], *window)] for i in range(n)]),)
     else:
         (x,) = xs
-        parts = (fold_group((x[(table[:, i], *window)] for i in range(n)), combine),)
+        parts = (_fold_by_accumulate(x, table, combine, window)
+                 if _accumulates_in_place(combine, x.dtype) else
+                 fold_group((x[(table[:, i], *window)] for i in range(n)), combine),)
     checked = []
     for part in parts:
         part = np.asarray(part)
