@@ -22,6 +22,7 @@ from a list that starts with the cheapest, and a group layout shrinks towards on
 from __future__ import annotations
 
 import functools
+import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -39,8 +40,9 @@ from verify.symbolic.idioms import (MODE_ATTRIBUTES, Offset, offset_constant, of
                                     offset_flattened, offset_id_times, offset_jax, offset_pool,
                                     offset_table)
 
-__all__ = ["COLLECTIVE_OPCODES", "GROUP_MODES", "IDIOM_KINDS", "OPERATIONS", "collective_idioms",
-           "hlo_modules", "module_inputs", "replica_groups", "topologies"]
+__all__ = ["COLLECTIVE_OPCODES", "GROUP_MODES", "IDIOM_KINDS", "OPERATIONS", "RandomDraw",
+           "collective_idioms", "composite", "draw_example", "hlo_modules", "module_inputs",
+           "replica_groups", "sampled", "topologies"]
 
 Draw = Callable[[st.SearchStrategy], Any]
 
@@ -57,7 +59,65 @@ LAYOUTS = ("one_sorted", "contiguous", "strided", "permuted", "one_unsorted", "s
            "empty")
 
 
-def _choice(options: Sequence[Any]) -> st.SearchStrategy:
+# The strategies the definitions below draw from, by id: what ``RandomDraw`` decides itself.
+# (The cached strategies live as long as the process, so their ids are never reused.)
+_PRIMITIVES: dict[int, tuple] = {}
+
+
+def _primitive(strategy: st.SearchStrategy, *spec: Any) -> st.SearchStrategy:
+    _PRIMITIVES[id(strategy)] = spec
+    return strategy
+
+
+def composite(definition: Callable[..., Any]) -> Callable[..., st.SearchStrategy]:
+    """``st.composite`` that also remembers the call, so that ``RandomDraw`` can run the
+    definition directly, without hypothesis' engine."""
+    made = st.composite(definition)
+
+    @functools.wraps(made)
+    def accept(*args: Any, **kwargs: Any) -> st.SearchStrategy:
+        strategy = made(*args, **kwargs)
+        strategy.definition_call = (definition, args, kwargs)  # type: ignore[attr-defined]
+        return strategy
+
+    return accept
+
+
+class RandomDraw:
+    """A ``draw`` for the strategies of this module driven by ``random.Random(seed)``: no
+    engine, no choice sequence, no shrinking — a few microseconds per draw where hypothesis'
+    engine takes milliseconds per example. The same seed gives the same values on every run
+    and machine (a string seed is hashed with SHA-512). Each choice is uniform over its
+    options; a strategy not made by this module raises TypeError."""
+
+    def __init__(self, seed: int | str) -> None:
+        self.random = random.Random(seed)
+
+    def __call__(self, strategy: st.SearchStrategy) -> Any:
+        call = getattr(strategy, "definition_call", None)
+        if call is not None:
+            definition, args, kwargs = call
+            return definition(self, *args, **kwargs)
+        spec = _PRIMITIVES.get(id(strategy))
+        if spec is None:
+            raise TypeError(f"RandomDraw draws only verify.strategies' own strategies, not "
+                            f"{strategy!r}")
+        kind, *params = spec
+        if kind == "sampled":
+            return params[0][self.random.randrange(len(params[0]))]
+        if kind == "integers":
+            return self.random.randint(params[0], params[1])
+        order = list(range(params[0]))
+        self.random.shuffle(order)
+        return order
+
+
+def draw_example(strategy: st.SearchStrategy, seed: int | str) -> Any:
+    """One value of ``strategy`` (one of this module's) drawn by ``RandomDraw(seed)``."""
+    return RandomDraw(seed)(strategy)
+
+
+def sampled(options: Sequence[Any]) -> st.SearchStrategy:
     """``sampled_from(options)`` of hashable options, made once per distinct list: building
     and validating a strategy per draw is what makes generation slow."""
     return _sampled(tuple(options))
@@ -65,17 +125,21 @@ def _choice(options: Sequence[Any]) -> st.SearchStrategy:
 
 @functools.lru_cache(maxsize=None)
 def _sampled(options: tuple) -> st.SearchStrategy:
-    return st.sampled_from(options)
+    return _primitive(st.sampled_from(options), "sampled", options)
 
 
 @functools.lru_cache(maxsize=None)
 def _integers(low: int, high: int) -> st.SearchStrategy:
-    return st.integers(min_value=low, max_value=high)
+    return _primitive(st.integers(min_value=low, max_value=high), "integers", low, high)
 
 
 @functools.lru_cache(maxsize=None)
 def _permutation(n: int) -> st.SearchStrategy:
-    return st.permutations(range(n))
+    return _primitive(st.permutations(range(n)), "permutation", n)
+
+
+def _booleans() -> st.SearchStrategy:
+    return sampled((False, True))
 
 
 def _pick(draw: Draw, items: Sequence[Any]) -> Any:
@@ -96,7 +160,7 @@ def _factor_pairs(devices: int) -> list[tuple[int, int]]:
     return [(r, devices // r) for r in range(1, devices + 1) if devices % r == 0]
 
 
-@st.composite
+@composite
 def topologies(draw: Draw, *, max_devices: Any = 8, devices: Any = None) -> Topology:
     """``Topology(R, P)`` with ``R * P == devices`` if given, else ``2 <= R * P <=
     max_devices`` (fewer devices shrink first), XLA's default device assignment."""
@@ -104,7 +168,7 @@ def topologies(draw: Draw, *, max_devices: Any = 8, devices: Any = None) -> Topo
     if count is None:
         limit = _value(draw, max_devices)
         count = draw(_integers(min(2, limit), limit))
-    replicas, partitions = draw(_choice(_factor_pairs(count)))
+    replicas, partitions = draw(sampled(_factor_pairs(count)))
     return Topology(replicas, partitions)
 
 
@@ -141,7 +205,7 @@ def layout_groups(layout: str, n: int, width: int,
     return tuple(tuple(int(i) for i in row) for row in source.reshape(n // width, width))
 
 
-@st.composite
+@composite
 def replica_groups(draw: Draw, topology: Any, mode: Any, *, layouts: Any = LAYOUTS,
                    allow_empty: bool = True) -> tuple[tuple[int, ...], ...]:
     """Groups valid for ``mode`` (a key of GROUP_MODES) on ``topology``: one sorted group, equal
@@ -151,20 +215,20 @@ def replica_groups(draw: Draw, topology: Any, mode: Any, *, layouts: Any = LAYOU
     n = id_space(topology, mode)
     choices = [layout for layout in _value(draw, layouts)
                if (layout != "empty" or (allow_empty and mode != "flattened"))]
-    layout = draw(_choice(choices))
+    layout = draw(sampled(choices))
     widths = [w for w in range(2, n) if n % w == 0] or [n]
-    width = draw(_choice(widths)) if layout in ("contiguous", "strided", "permuted") \
+    width = draw(sampled(widths)) if layout in ("contiguous", "strided", "permuted") \
         else n
     order = draw(_permutation(n)) if layout in ("permuted", "one_unsorted") else None
     return layout_groups(layout, n, width, order)
 
 
-@st.composite
+@composite
 def permute_pairs(draw: Draw, topology: Topology, mode: str) -> tuple[tuple[int, int], ...]:
     """Source-target pairs over the ids of ``mode``: a ring shift, every id to itself (the
     identity), or a partial permutation."""
     n = id_space(topology, mode)
-    kind = draw(_choice(("shift", "self", "partial")))
+    kind = draw(sampled(("shift", "self", "partial")))
     if kind == "self":
         return tuple((i, i) for i in range(n))
     shift = draw(_integers(1, max(1, n - 1)))
@@ -247,23 +311,23 @@ BINARY = ("add", "multiply", "maximum", "subtract", "minimum")
 
 
 def _elementwise(draw: Draw, program: _Program, x: HloInstruction) -> HloInstruction:
-    opcode = Opcode.from_spelling(draw(_choice(BINARY)))
+    opcode = Opcode.from_spelling(draw(sampled(BINARY)))
     return program.entry.binary(opcode, x, _same_shape(draw, program, x))
 
 
 def _unary(draw: Draw, program: _Program, x: HloInstruction) -> HloInstruction:
-    return program.entry.unary(Opcode.from_spelling(draw(_choice(("negate", "abs")))), x)
+    return program.entry.unary(Opcode.from_spelling(draw(sampled(("negate", "abs")))), x)
 
 
 def _device_dependent(draw: Draw, program: _Program, x: HloInstruction) -> HloInstruction:
-    source = draw(_choice(("partition", "replica")))
+    source = draw(sampled(("partition", "replica")))
     return program.entry.add(x, _device_value(program, _array(x).dims, source))
 
 
 def _select(draw: Draw, program: _Program, x: HloInstruction) -> HloInstruction:
     y = _same_shape(draw, program, x)
     b = program.entry
-    return b.select(b.compare(x, y, draw(_choice(("LT", "GT", "EQ")))), x, y)
+    return b.select(b.compare(x, y, draw(sampled(("LT", "GT", "EQ")))), x, y)
 
 
 def _transpose(draw: Draw, program: _Program, x: HloInstruction) -> HloInstruction:
@@ -291,7 +355,7 @@ def _reduce(draw: Draw, program: _Program, x: HloInstruction) -> HloInstruction:
     """A reduce over the last dimension broadcast back to ``x``'s shape."""
     shape = _array(x)
     b = program.entry
-    opcode = draw(_choice(("add", "maximum")))
+    opcode = draw(sampled(("add", "maximum")))
     init = b.constant(0, scalar(shape.element_type), "init")
     reduced = b.reduce([x], [init], [shape.rank - 1], program.reducer(opcode))
     return b.broadcast(reduced, shape, list(range(shape.rank - 1)))
@@ -360,12 +424,12 @@ def add_collective(draw: Draw, program: _Program, x: HloInstruction,
     fits ``x``'s leading dimension (a scatter or all-to-all splits it)."""
     b, topology = program.entry, program.topology
     if opcode == "collective-permute":
-        mode = draw(_choice(ROUTING_MODES))
+        mode = draw(sampled(ROUTING_MODES))
         attributes = program.collective_attributes(mode)
         return b.collective_permute(x, source_target_pairs=draw(permute_pairs(topology, mode)),
                                     **attributes)
     modes = ROUTING_MODES if opcode == "all-to-all" else REDUCING_MODES
-    mode = draw(_choice(modes))
+    mode = draw(sampled(modes))
     groups = draw(replica_groups(topology, mode))
     n = participant_count(topology, mode, groups)
     rows = _array(x).dims[0] if _array(x).rank else 0
@@ -376,7 +440,7 @@ def add_collective(draw: Draw, program: _Program, x: HloInstruction,
     attributes = dict(program.collective_attributes(mode), replica_groups=groups)
     if opcode == "all-reduce":
         return b.all_reduce(x, to_apply=program.reducer(
-            draw(_choice(("add", "maximum")))), **attributes)
+            draw(sampled(("add", "maximum")))), **attributes)
     if opcode == "reduce-scatter":
         return b.reduce_scatter(x, dimension=0, to_apply=program.reducer("add"), **attributes)
     if opcode == "all-gather":
@@ -417,7 +481,7 @@ def _grow(draw: Draw, program: _Program, operations: Sequence[str], steps: int,
             break
         x = current if index == 0 else _pick(draw, [v for v in program.values
                                                      if _array(v).rank])
-        name = draw(_choice(operations))
+        name = draw(sampled(operations))
         made = OPERATIONS[name](draw, program, x)
         if made is None or _array(made).element_count > MAX_ELEMENTS:
             continue
@@ -427,7 +491,7 @@ def _grow(draw: Draw, program: _Program, operations: Sequence[str], steps: int,
 
 def _begin(draw: Draw, topology: Any, dtypes: Any, name: str) -> _Program:
     topology = _value(draw, topology)
-    element_type = draw(_choice(_value(draw, dtypes)))
+    element_type = draw(sampled(_value(draw, dtypes)))
     module = ModuleBuilder(name, replica_count=topology.replica_count,
                            num_partitions=topology.num_partitions)
     program = _Program(module, None, topology, element_type)  # type: ignore[arg-type]
@@ -435,7 +499,7 @@ def _begin(draw: Draw, topology: Any, dtypes: Any, name: str) -> _Program:
     return program
 
 
-@st.composite
+@composite
 def hlo_modules(draw: Draw, *, topology: Any = topologies(), opcodes: Any = None,
                 dtypes: Any = ("f32", "s32"), max_instructions: Any = 16,
                 collectives: Any = True) -> HloModule:
@@ -449,11 +513,11 @@ def hlo_modules(draw: Draw, *, topology: Any = topologies(), opcodes: Any = None
     allowed = list(_value(draw, opcodes) or OPERATIONS)
     if not _value(draw, collectives):
         allowed = [name for name in allowed if name not in COLLECTIVE_OPCODES]
-    rows = draw(_choice((8, 4, 16)))
-    cols = draw(_choice((2, 1, 3)))
+    rows = draw(sampled((8, 4, 16)))
+    cols = draw(sampled((2, 1, 3)))
     shape = f"{program.element_type}[{rows},{cols}]"
     first = program.add(program.entry.parameter(0, shape, "x"))
-    if draw(st.booleans()):
+    if draw(_booleans()):
         program.add(program.entry.parameter(1, shape, "y"))
     steps = draw(_integers(1, max(1, limit)))
     _grow(draw, program, allowed, steps, first, limit)
@@ -479,11 +543,11 @@ def _single_group(draw: Draw, program: _Program, mode: str) -> tuple:
     """One group over the mode's ids (sorted or not), offset ``pid * s``: the single-group
     matcher's form."""
     n = id_space(program.topology, mode)
-    layout = draw(_choice(("one_sorted", "one_unsorted")))
+    layout = draw(sampled(("one_sorted", "one_unsorted")))
     order = draw(_permutation(n)) if layout == "one_unsorted" else None
     groups = layout_groups(layout, n, n, order)
-    slice_size = draw(_choice((1, 2)))
-    index_type = draw(_choice(("u32", "s32")))
+    slice_size = draw(sampled((1, 2)))
+    index_type = draw(sampled(("u32", "s32")))
     return groups, slice_size, len(groups[0]) * slice_size, \
         offset_id_times(slice_size, index_type=index_type)
 
@@ -492,14 +556,14 @@ def _pool_groups(draw: Draw, program: _Program, mode: str) -> tuple:
     """Equal groups (contiguous, strided or permuted), offset ``s * POOL[pid]`` with one of the
     pools the multiple-groups matcher accepts: its form."""
     n = id_space(program.topology, mode)
-    layout = draw(_choice(("contiguous", "strided", "permuted", "one_sorted")))
+    layout = draw(sampled(("contiguous", "strided", "permuted", "one_sorted")))
     widths = [w for w in range(1, n + 1) if n % w == 0 and (layout == "one_sorted") == (w == n)]
-    width = draw(_choice(widths or [n]))
+    width = draw(sampled(widths or [n]))
     order = draw(_permutation(n)) if layout == "permuted" else None
     groups = layout_groups(layout, n, width, order)
-    slice_size = draw(_choice((1, 2)))
+    slice_size = draw(sampled((1, 2)))
     pools = expected_pools(len(groups), width, slice_size)
-    pool = pools[draw(_choice(sorted(pools, key=("repeated", "identity",
+    pool = pools[draw(sampled(sorted(pools, key=("repeated", "identity",
                                                          "multiplied").index)))]
     return groups, slice_size, width * slice_size, offset_pool(pool, slice_size)
 
@@ -510,14 +574,14 @@ def _other_offset(draw: Draw, program: _Program, mode: str) -> tuple:
     groups = draw(replica_groups(topology, mode, allow_empty=False,
                                  layouts=("one_sorted", "contiguous", "strided", "permuted")))
     width = len(groups[0])
-    slice_size = draw(_choice((1, 2)))
+    slice_size = draw(sampled((1, 2)))
     full = width * slice_size
     P = topology.num_partitions
-    form = draw(_choice(("jax", "divmod", "flattened", "table", "constant")))
+    form = draw(sampled(("jax", "divmod", "flattened", "table", "constant")))
     if form == "jax":
         offset = offset_jax(slice_size, full)
     elif form == "divmod":
-        offset = offset_divmod(slice_size, divisor=width, use_remainder=draw(st.booleans()))
+        offset = offset_divmod(slice_size, divisor=width, use_remainder=draw(_booleans()))
     elif form == "flattened":
         offset = offset_flattened(slice_size, P, divisor=width)
     elif form == "table":
@@ -576,7 +640,7 @@ def _minus_inf_mask(draw: Draw, program: _Program, x: HloInstruction) -> HloInst
     positive = b.compare(x, b.broadcast(b.constant(0, scalar(shape.element_type), "zero"),
                                         shape, []), "GT")
     masked = b.select(positive, x, fill)
-    consumer = draw(_choice(("select", "maximum")))
+    consumer = draw(sampled(("select", "maximum")))
     if consumer == "maximum":
         return b.maximum(masked, x)
     return masked
@@ -586,16 +650,16 @@ def _collective_pair(draw: Draw, program: _Program, x: HloInstruction) -> HloIns
     """An all-reduce or collective-permute that is the identity (singleton groups, self pairs)
     or real: what DeletePermute and StripTrivialCollectives decide between."""
     b, topology = program.entry, program.topology
-    opcode = draw(_choice(("all-reduce", "collective-permute")))
-    degenerate = draw(st.booleans())
+    opcode = draw(sampled(("all-reduce", "collective-permute")))
+    degenerate = draw(_booleans())
     if opcode == "collective-permute":
-        mode = draw(_choice(ROUTING_MODES))
+        mode = draw(sampled(ROUTING_MODES))
         n = id_space(topology, mode)
         pairs = tuple((i, i) for i in range(n)) if degenerate else draw(
             permute_pairs(topology, mode))
         return b.collective_permute(x, source_target_pairs=pairs,
                                     **program.collective_attributes(mode))
-    mode = draw(_choice(REDUCING_MODES))
+    mode = draw(sampled(REDUCING_MODES))
     groups = layout_groups("singletons", id_space(topology, mode), 1) if degenerate else \
         draw(replica_groups(topology, mode))
     return b.all_reduce(x, to_apply=program.reducer("add"), replica_groups=groups,
@@ -611,7 +675,7 @@ IDIOM_STEPS = {"collective": _collective_pair, "conditional": _conditional, "arg
                "minus_inf_mask": _minus_inf_mask}
 
 
-@st.composite
+@composite
 def collective_idioms(draw: Draw, *, topology: Any = topologies(), kinds: Any = IDIOM_KINDS,
                       dtypes: Any = ("s32", "f32"), surrounding: Any = 3) -> HloModule:
     """A module holding one idiom a seed pass looks for, in random surrounding code (up to
@@ -620,7 +684,7 @@ def collective_idioms(draw: Draw, *, topology: Any = topologies(), kinds: Any = 
     unsorted, contiguous and strided groups), degenerate and real all-reduces and
     collective-permutes, a two-branch conditional, JAX's variadic argmax reduce, a -inf mask
     (f32 modules)."""
-    kind = draw(_choice([name for name in _value(draw, kinds)
+    kind = draw(sampled([name for name in _value(draw, kinds)
                                  for _ in range(IDIOM_WEIGHTS.get(name, 1))]))
     program = _begin(draw, topology, ("f32",) if kind == "minus_inf_mask" else dtypes,
                      kind)
@@ -629,16 +693,16 @@ def collective_idioms(draw: Draw, *, topology: Any = topologies(), kinds: Any = 
     after = draw(_integers(0, around))
     if kind in AR_DS_FORMS:
         # A mode over one id (cross-replica on 1 x P) slices nothing: the matchers' check 3.
-        mode = draw(_choice([m for m in REDUCING_MODES
+        mode = draw(sampled([m for m in REDUCING_MODES
                              if id_space(program.topology, m) > 1] or REDUCING_MODES))
         groups, slice_size, full, offset = AR_DS_FORMS[kind](draw, program, mode)
-        cols = draw(_choice((1, 2)))
+        cols = draw(sampled((1, 2)))
         x = program.add(program.entry.parameter(0, f"{program.element_type}[{full},{cols}]",
                                                 "x"))
         x = _grow(draw, program, SHAPE_PRESERVING[:4], before, x, 64)
         made = _ar_ds(draw, program, x, groups, mode, slice_size, offset)
     else:
-        rows = draw(_choice((4, 8)))
+        rows = draw(sampled((4, 8)))
         x = program.add(program.entry.parameter(0, f"{program.element_type}[{rows},2]", "x"))
         x = _grow(draw, program, SHAPE_PRESERVING[:4], before, x, 64)
         made = IDIOM_STEPS[kind](draw, program, x)
@@ -651,7 +715,7 @@ def collective_idioms(draw: Draw, *, topology: Any = topologies(), kinds: Any = 
 # Inputs.
 
 
-@st.composite
+@composite
 def module_inputs(draw: Draw, module: Any, topology: Any = None, *,
                   styles: Any = None) -> list[InputValue]:
     """One input set for ``module``'s entry parameters on ``topology`` (default: the module
@@ -661,5 +725,5 @@ def module_inputs(draw: Draw, module: Any, topology: Any = None, *,
     topology = _value(draw, topology) or Topology(module.replica_count, module.num_partitions)
     seed = draw(_integers(0, 2 ** 16))
     trial = draw(_integers(0, 7)) if styles is None else \
-        draw(_choice(_value(draw, styles)))
+        draw(sampled(_value(draw, styles)))
     return generate_inputs(module, topology, seed=seed, trial=trial)

@@ -27,8 +27,9 @@ from passes import PassContext
 from verify.api import apply_passes, check_modules, pass_list
 from verify.fuzz.generator import StopDrawing, draw_modules
 from verify.result import Status
-from verify.strategies import (GROUP_MODES, collective_idioms, hlo_modules, layout_groups,
-                               module_inputs, replica_groups, topologies)
+from verify.strategies import (GROUP_MODES, RandomDraw, collective_idioms, composite,
+                               draw_example, hlo_modules, layout_groups, module_inputs,
+                               replica_groups, sampled, topologies)
 
 FAST = settings(max_examples=20, deadline=None, database=None,
                 suppress_health_check=list(HealthCheck))
@@ -116,6 +117,17 @@ def test_most_idioms_make_a_seed_fold_pass_fire():
     assert fold_fire_rate(200, seed=0) >= 0.5
 
 
+@composite
+def _collective_modules(draw):
+    """An idiom with a collective, or a random module of collectives, on 4 devices."""
+    if draw(sampled(("idiom", "module"))) == "idiom":
+        return draw(collective_idioms(topology=topologies(devices=4),
+                                      kinds=("collective", "ar_ds_single")))
+    return draw(hlo_modules(topology=topologies(devices=4),
+                            opcodes=("elementwise", "all-reduce", "all-gather",
+                                     "reduce-scatter", "all-to-all", "collective-permute")))
+
+
 @pytest.mark.skipif(not MPIEXEC.exists(), reason="mpiexec is not installed")
 def test_local_and_mpi_backends_agree_bit_for_bit_on_generated_collective_modules(tmp_path):
     """A few generated modules with collectives, run by the MPI backend under mpiexec -n 2 and
@@ -129,11 +141,7 @@ def test_local_and_mpi_backends_agree_bit_for_bit_on_generated_collective_module
                for inst in module.instructions()):
             modules.append(module)
 
-    draw_modules(st.one_of(collective_idioms(kinds=("collective", "ar_ds_single")),
-                           hlo_modules(topology=topologies(devices=4),
-                                       opcodes=("elementwise", "all-reduce", "all-gather",
-                                                "reduce-scatter", "all-to-all",
-                                                "collective-permute"))), 5, visit)
+    draw_modules(_collective_modules(), 5, visit)
     jobs = []
     for i, module in enumerate(modules):
         path = tmp_path / f"m{i}.hlo"

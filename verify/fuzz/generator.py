@@ -4,64 +4,58 @@
 the seed passes look for, in random surrounding code) with ``hlo_modules()`` (random
 well-typed programs with every collective), on topologies of ``devices`` devices.
 
-``draw_modules(strategy, seed, visit)`` drives the strategy with hypothesis' own engine —
-``@given`` under ``@seed(seed)``, no example database, the generate phase only (no shrinking:
-failures are minimized by ``verify.minimize`` on the module itself) — so the same seed gives
-the same modules in the same order on every run and machine, at hypothesis' speed. ``visit``
-is called with each module and its index; ``StopDrawing`` raised from it ends the loop.
+``draw_modules(strategy, seed, visit)`` draws module ``i`` with ``RandomDraw(f"{seed}:{i}")``
+(verify.strategies): the strategies' own definitions run on a seeded ``random.Random``, without
+hypothesis' engine, whose per-example bookkeeping cost more than running three passes on the
+module. Module ``i`` depends only on ``(seed, i)``, so the same seed gives the same modules in
+the same order on every run and machine, and ``module_at(seed, i)`` rebuilds any one of them.
+No shrinking happens here: failures are minimized by ``verify.minimize`` on the module itself.
+``visit`` is called with each module and its index; ``StopDrawing`` raised from it ends the
+loop.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 from neuron_sim.hlo.ir import HloModule
-from verify.strategies import collective_idioms, hlo_modules, topologies
+from verify.strategies import (RandomDraw, collective_idioms, composite, hlo_modules, sampled,
+                               topologies)
 
 DEVICES = 8
-# Hypothesis stops by itself after this many examples; campaigns stop earlier (--examples,
-# --time) by raising StopDrawing.
-MAX_EXAMPLES = 10 ** 7
 
 
-class StopDrawing(BaseException):
-    """Raised by a visitor to end ``draw_modules`` (a BaseException, so hypothesis does not
-    take it for a failing example)."""
+class StopDrawing(Exception):
+    """Raised by a visitor to end ``draw_modules``."""
 
 
-@st.composite
+@composite
 def fuzz_modules(draw: Callable, *, devices: Any = DEVICES, max_instructions: Any = 16
                  ) -> HloModule:
     """An idiom (two draws in three) or a random module, on ``devices`` devices."""
     topology = topologies(devices=devices)
-    if draw(st.sampled_from(("idiom", "idiom", "module"))) == "idiom":
+    if draw(sampled(("idiom", "idiom", "module"))) == "idiom":
         return draw(collective_idioms(topology=topology))
     return draw(hlo_modules(topology=topology, max_instructions=max_instructions))
 
 
+def module_at(strategy: st.SearchStrategy, seed: int, index: int) -> HloModule:
+    """Module ``index`` of the campaign that draws ``strategy`` from ``seed``."""
+    return RandomDraw(f"{seed}:{index}")(strategy)
+
+
 def draw_modules(strategy: st.SearchStrategy, seed: int,
-                 visit: Callable[[HloModule, int], None]) -> int:
-    """Call ``visit(module, index)`` for each module ``strategy`` draws from ``seed`` until it
-    raises StopDrawing (or hypothesis runs out of examples); returns the number visited."""
-    count = 0
-
-    @hypothesis_seed(seed)
-    @settings(max_examples=MAX_EXAMPLES, database=None, deadline=None,
-              phases=[Phase.generate], suppress_health_check=list(HealthCheck),
-              report_multiple_bugs=False)
-    @given(strategy)
-    def campaign(module: HloModule) -> None:
-        nonlocal count
-        index = count
-        count += 1
-        visit(module, index)
-
-    try:
-        campaign()
-    except StopDrawing:
-        pass
-    return count
+                 visit: Callable[[HloModule, int], None], limit: int | None = None) -> int:
+    """Call ``visit(module, index)`` for module 0, 1, ... of ``strategy`` from ``seed`` until
+    it raises StopDrawing or ``limit`` modules were visited; returns the number visited."""
+    index = 0
+    while limit is None or index < limit:
+        module = module_at(strategy, seed, index)
+        try:
+            visit(module, index)
+        except StopDrawing:
+            break
+        index += 1
+    return index

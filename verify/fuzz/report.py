@@ -1,9 +1,9 @@
 """The fuzz campaign's final table and its JSON document.
 
 The table has a row per pass: the count of each class, the distinct failures (by signature)
-and the pass's modules per second (modules over the time spent running and verifying that pass,
-minimizing included); then one line per distinct failure, and a total line with the campaign's
-modules per second (generation included).
+and the pass's modules per second (modules over the CPU time spent running and verifying that
+pass, minimizing included); then one line per distinct failure, and a total line with the
+campaign's modules per second of wall time and of CPU time (generation included).
 """
 
 from __future__ import annotations
@@ -23,8 +23,13 @@ def campaign_json(campaign: Campaign) -> dict:
                              if spent else None)
     return {"modules": campaign.modules, "seconds": round(campaign.seconds, 3),
             "seed": campaign.seed, "passes": list(campaign.passes),
+            "cpu_seconds": round(campaign.cpu_seconds, 3),
             "modules_per_second": round(campaign.modules / campaign.seconds, 1)
             if campaign.seconds else None,
+            "modules_per_cpu_second": round(campaign.modules / campaign.cpu_seconds, 1)
+            if campaign.cpu_seconds else None,
+            "minimize_seconds": round(campaign.minimize_seconds, 3),
+            "repeats": campaign.repeats, "deferred": campaign.deferred,
             "by_pass": by_pass, "failures": [f.to_json() for f in campaign.failures]}
 
 
@@ -50,8 +55,14 @@ def campaign_table(campaign: Campaign) -> str:
                          f"{', '.join(f.shape)}{where}")
     rate = document["modules_per_second"]
     lines.append("")
+    cpu_rate = document["modules_per_cpu_second"]
     lines.append(f"{campaign.modules} modules in {campaign.seconds:.1f} s "
-                 f"({rate if rate is not None else '-'} modules/s), seed {campaign.seed}, "
+                 f"({rate if rate is not None else '-'} modules/s; "
+                 f"{campaign.cpu_seconds:.1f} CPU s, "
+                 f"{cpu_rate if cpu_rate is not None else '-'} modules per CPU second, "
+                 f"{campaign.minimize_seconds:.1f} of them minimizing), seed {campaign.seed}, "
                  f"{sum(f.count for f in campaign.failures)} failures minimized into "
-                 f"{len(campaign.failures)} distinct, {campaign.repeats} repeats not minimized")
+                 f"{len(campaign.failures)} distinct, {campaign.repeats} repeats not minimized"
+                 + (f", {campaign.deferred} not minimized for time" if campaign.deferred
+                    else ""))
     return "\n".join(lines)

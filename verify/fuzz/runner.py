@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shlex
 import time
 from collections import Counter
@@ -47,16 +48,21 @@ from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.outputs import atomic_write_text
 from neuron_sim.topology import Topology, group_mode
 from passes import HloPass
-from verify.api import check_pass, pass_list
-from verify.checks import PASS_FAILED, TARGET_MALFORMED
+from passes import PassContext
+from verify.api import apply_passes, check_modules, check_pass, pass_list
+from verify.checks import PASS_FAILED, TARGET_MALFORMED, malformed
 from verify.fuzz.generator import StopDrawing, draw_modules, fuzz_modules
+from verify.minimize import minimize_case
 from verify.report import topology_arguments, write_counterexample
-from verify.result import Status, VerificationResult
+from verify.result import Counterexample, Status, VerificationResult
 
 CLASSES = ("crashed", "malformed", "unsound", "correct", "unchanged", "inconclusive")
 FAILURE_CLASSES = ("crashed", "malformed", "unsound")
-TRIALS = 2
+TRIALS = 1
 MINIMIZE_PER_KIND = 1
+MINIMIZE_SHARE = 0.25  # of a timed campaign's CPU time, at most, spent minimizing
+MINIMIZE_ALLOWANCE = 2.0  # CPU seconds of minimizing always allowed, however short the run
+CRASH_PREFIX = 40  # characters of a crash's message that must stay the same while minimizing
 
 
 def classify(result: VerificationResult) -> str:
@@ -185,10 +191,13 @@ class Campaign:
     seed: int
     modules: int = 0
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
     counts: dict[str, Counter] = field(default_factory=dict)
     pass_seconds: Counter = field(default_factory=Counter)
     failures: list[Failure] = field(default_factory=list)
     repeats: int = 0
+    minimize_seconds: float = 0.0
+    deferred: int = 0
 
     def distinct(self, pass_name: str) -> int:
         return sum(1 for f in self.failures if f.pass_name == pass_name)
@@ -197,51 +206,151 @@ class Campaign:
 Progress = Callable[[int, Campaign], None]
 
 
+_REWRITTEN = re.compile(r"^%([^\s,()]+)")
+
+
+def rewritten_shapes(module: HloModule, rewrites: Sequence[str]) -> tuple[str, ...]:
+    """The shapes of the instructions a pass rewrote (named first in each line of its rewrite
+    log) and of their collective operands, sorted and without repeats: the part of a failing
+    module that decides what its minimized form will look like. The module's collective
+    shapes where the log names no instruction of the entry."""
+    by_name = {inst.name: inst for inst in module.entry.instructions}
+    shapes: set[str] = set()
+    for line in rewrites:
+        match = _REWRITTEN.match(line)
+        inst = by_name.get(match.group(1)) if match else None
+        if inst is None:
+            continue
+        shapes.add(instruction_shape(inst))
+        shapes.update(instruction_shape(op) for op in inst.operands
+                      if op.has("replica_groups") or op.has("source_target_pairs"))
+    return tuple(sorted(shapes)) or collective_shapes(module)
+
+
+def crash_line(exc: BaseException) -> str:
+    """``TypeName: the first CRASH_PREFIX characters of the message's first line``: what a
+    minimized crash must still raise."""
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text[:CRASH_PREFIX]}"
+
+
+def pass_crash(module: HloModule, hlo_pass: HloPass, topology: Topology) -> str | None:
+    """The crash line of ``hlo_pass`` on ``module`` for ``topology``, None if it does not
+    raise."""
+    try:
+        apply_passes(module, [hlo_pass], PassContext(topology=topology))
+    except Exception as exc:  # noqa: BLE001 - any exception a pass lets escape is a crash
+        return crash_line(exc)
+    return None
+
+
+def _crash_result(module: HloModule, topology: Topology, line: str) -> VerificationResult:
+    """A crash as a failing verdict on ``topology`` with ``line`` as its ERROR line: the form
+    ``verify.minimize`` shrinks (the crash is its own counterexample; there are no inputs)."""
+    cex = Counterexample(check=line, topology=topology, inputs=[], style="none", exact=True,
+                         message=line)
+    return VerificationResult(Status.UNSOUND, module.name, module, module, [topology],
+                              error_line=line, detail=line, counterexample=cex, trials=0)
+
+
+def minimize_crash(module: HloModule, hlo_pass: HloPass, topology: Topology
+                   ) -> tuple[HloModule, Topology, str] | None:
+    """The smallest well-formed module (and topology) found by ``verify.minimize``'s edits on
+    which ``hlo_pass`` still raises the same exception type with the same message prefix
+    (``crash_line``), with that line; None if ``module`` does not crash there."""
+    line = pass_crash(module, hlo_pass, topology)
+    if line is None:
+        return None
+
+    def still_crashes(source: HloModule, where: Topology) -> HloModule | None:
+        if malformed(source, where) is not None or pass_crash(source, hlo_pass, where) != line:
+            return None
+        return source
+
+    def verdict(before: HloModule, after: HloModule, where: Topology,
+                inputs: Sequence | None) -> VerificationResult:
+        return _crash_result(before, where, line)
+
+    minimized = minimize_case(_crash_result(module, topology, line), verdict,
+                              rewrite=still_crashes)
+    if minimized is None:
+        return module, topology, line
+    return minimized.before, minimized.counterexample.topology, line
+
+
 class _Run:
     def __init__(self, hlo_passes: list[HloPass], campaign: Campaign, corpus: Path | None,
-                 trials: int) -> None:
+                 trials: int, minimize_share: float | None) -> None:
         self.passes = hlo_passes
         self.campaign = campaign
         self.corpus = corpus
         self.trials = trials
+        self.minimize_share = minimize_share
+        self.cpu_started = time.process_time()
         self.by_signature: dict[tuple, Failure] = {}
         self.minimized_kinds: Counter = Counter()
 
     def module(self, module: HloModule, index: int) -> None:
         campaign = self.campaign
         for hlo_pass in self.passes:
-            started = time.perf_counter()
+            started = time.process_time()
             result = check_pass(module, [hlo_pass], trials=self.trials,
                                 seed=campaign.seed + index, minimize=False)
             klass = classify(result)
             campaign.counts[hlo_pass.name][klass] += 1
             if klass in FAILURE_CLASSES:
                 self.failure(module, index, hlo_pass, klass, result)
-            campaign.pass_seconds[hlo_pass.name] += time.perf_counter() - started
+            campaign.pass_seconds[hlo_pass.name] += time.process_time() - started
         campaign.modules += 1
 
     def failure(self, module: HloModule, index: int, hlo_pass: HloPass, klass: str,
                 result: VerificationResult) -> None:
         check = next((v.error_line for v in result.topology_results if v.error_line), "")
-        kind = (hlo_pass.name, klass, check,
-                topology_class(Topology(module.replica_count, module.num_partitions)),
-                collective_shapes(module))
+        topology = Topology(module.replica_count, module.num_partitions)
+        rewrites = [line for v in result.topology_results for line in v.rewrites]
+        kind = (hlo_pass.name, klass, check, topology_class(topology),
+                rewritten_shapes(module, rewrites) if klass != "crashed"
+                else collective_shapes(module))
         if self.minimized_kinds[kind] >= MINIMIZE_PER_KIND:
             self.campaign.repeats += 1
             return
+        if not self.may_minimize():
+            self.campaign.deferred += 1
+            return
         self.minimized_kinds[kind] += 1
-        if klass != "crashed":
-            minimized = check_pass(module, [hlo_pass], trials=self.trials,
-                                   seed=self.campaign.seed + index, minimize=True)
-            if minimized.status is Status.UNSOUND:
-                result = minimized
-        before, after, cex = result.reported
-        failure = Failure(hlo_pass.name, klass, check, module_shape(before), index,
-                          cex.topology if cex is not None else result.topologies[0],
+        started = time.process_time()
+        try:
+            self.minimized(module, index, hlo_pass, klass, check, topology, result)
+        finally:
+            self.campaign.minimize_seconds += time.process_time() - started
+
+    def may_minimize(self) -> bool:
+        """Whether minimizing stays within its share of the campaign's CPU time so far."""
+        if self.minimize_share is None:
+            return True
+        spent = time.process_time() - self.cpu_started
+        return self.campaign.minimize_seconds <= MINIMIZE_ALLOWANCE + self.minimize_share * spent
+
+    def minimized(self, module: HloModule, index: int, hlo_pass: HloPass, klass: str,
+                  check: str, topology: Topology, result: VerificationResult) -> None:
+        """Minimize a failure of a new kind, count it under its signature, save it if new."""
+        crash = None
+        if klass == "crashed":
+            crash = minimize_crash(module, hlo_pass, topology)
+            if crash is None:  # raised only under check_pass' own settings: saved as drawn
+                crash = (module, topology, check)
+            before, where = crash[0], crash[1]
+        else:
+            result.minimized = minimize_case(result, self.pair_verifier(result),
+                                             rewrite=self.rewriter(hlo_pass))
+            before, _, cex = result.reported
+            where = cex.topology if cex is not None else result.topologies[0]
+        failure = Failure(hlo_pass.name, klass, check, module_shape(before), index, where,
                           size=len(before.entry.instructions),
                           original_size=len(module.entry.instructions),
-                          minimized=result.minimized is not None,
-                          detail=result.detail.splitlines()[0] if result.detail else "")
+                          minimized=(crash[0] is not module) if crash else
+                          result.minimized is not None,
+                          detail=crash[2] if crash else _first_line(result))
         known = self.by_signature.get(failure.signature)
         if known is not None:
             known.count += 1
@@ -249,7 +358,39 @@ class _Run:
         self.by_signature[failure.signature] = failure
         self.campaign.failures.append(failure)
         if self.corpus is not None:
-            save_failure(failure, result, self.corpus)
+            save_failure(failure, before if crash else result, self.corpus)
+
+    def pair_verifier(self, result: VerificationResult) -> Callable:
+        """What the minimizer asks of each smaller candidate: ``check_modules`` with the
+        campaign's trials and seed, unminimized, sampled."""
+        def verify(before: HloModule, after: HloModule, topology: Topology,
+                   inputs: Sequence | None) -> VerificationResult:
+            return check_modules(before, after, [topology], trials=self.trials,
+                                 seed=result.seed, inputs=inputs, contract=result.contract,
+                                 minimize=False, proof="sampled")
+        return verify
+
+    @staticmethod
+    def rewriter(hlo_pass: HloPass) -> Callable:
+        """The pass's rewrite of a candidate source, None where it raises or changes nothing:
+        only the source is edited, so the minimized pair is one the pass really makes."""
+        def rewrite(source: HloModule, topology: Topology) -> HloModule | None:
+            try:
+                target, changed, _ = apply_passes(source, [hlo_pass],
+                                                  PassContext(topology=topology))
+            except Exception:  # noqa: BLE001 - a variant the pass cannot handle is not kept
+                return None
+            return target if changed else None
+        return rewrite
+
+
+def _first_line(result: VerificationResult) -> str:
+    """The reported (minimized, if it was) counterexample's summary, else the detail's first
+    line."""
+    _, _, cex = result.reported
+    if cex is not None:
+        return cex.summary()
+    return result.detail.splitlines()[0] if result.detail else ""
 
 
 def reproduce_pass_command(before_path: str, pass_name: str, topology: Topology) -> str:
@@ -259,18 +400,24 @@ def reproduce_pass_command(before_path: str, pass_name: str, topology: Topology)
     return " ".join(shlex.quote(a) for a in args)
 
 
-def save_failure(failure: Failure, result: VerificationResult, corpus: Path) -> None:
-    """Write the failure's case directory, unless it exists already (a known failure)."""
+def save_failure(failure: Failure, found: VerificationResult | HloModule, corpus: Path) -> None:
+    """Write the failure's case directory, unless it exists already (a known failure): a
+    crash's minimized ``before.hlo`` (``found`` is that module), an UNSOUND or malformed
+    verdict's counterexample (``found`` is the verdict); both with ``fuzz.json`` and a
+    ``reproduce.sh`` (a crash's runs the pass: ``neuron-sim verify BEFORE --passes KEY``)."""
     directory = corpus / failure.key
     failure.directory = str(directory)
     if directory.exists():
         return
-    if failure.klass == "crashed":
-        directory.mkdir(parents=True)
-        atomic_write_text(directory / "before.hlo", result.source.to_text(), exclusive=True)
-    else:
-        write_counterexample(result, directory)
     failure.reproduce = reproduce_pass_command("before.hlo", failure.pass_name, failure.topology)
+    if isinstance(found, HloModule):
+        directory.mkdir(parents=True)
+        atomic_write_text(directory / "before.hlo", found.to_text(), exclusive=True)
+        script = (f"#!/bin/sh\n# Reproduces the crash: {failure.detail}\n"
+                  f"cd \"$(dirname \"$0\")\" && exec {failure.reproduce}\n")
+        atomic_write_text(directory / "reproduce.sh", script, mode=0o777, exclusive=True)
+    else:
+        write_counterexample(found, directory)
     data = dict(failure.to_json(), directory=failure.key)
     atomic_write_text(directory / "fuzz.json", json.dumps(data, indent=2) + "\n",
                       exclusive=True)
@@ -279,18 +426,26 @@ def save_failure(failure: Failure, result: VerificationResult, corpus: Path) -> 
 def run_campaign(passes: object, *, examples: int | None = None,
                  seconds: float | None = None, seed: int = 0, corpus: str | Path | None = None,
                  devices: int = 8, trials: int = TRIALS,
-                 progress: Progress | None = None) -> Campaign:
+                 progress: Progress | None = None,
+                 minimize_share: float | None | str = "auto") -> Campaign:
     """Draw modules of ``devices`` devices from ``seed`` (generator.fuzz_modules) until
     ``examples`` modules or ``seconds`` have been run (whichever comes first; one of them must
     be given), run each of ``passes`` on each, and return what was found. Failures are saved
-    under ``corpus`` when given."""
+    under ``corpus`` when given. ``minimize_share``: the most of the campaign's CPU time
+    (beyond ``MINIMIZE_ALLOWANCE``) spent minimizing; a failure of a new kind met over it is
+    counted as deferred and its kind stays new. "auto": ``MINIMIZE_SHARE`` for a timed
+    campaign, None (no limit, so the campaign is the same on every run) with ``examples``."""
     if examples is None and seconds is None:
         raise ValueError("a campaign needs --examples or --time")
     hlo_passes = pass_list(passes)
     campaign = Campaign([p.name for p in hlo_passes], seed,
                         counts={p.name: Counter({k: 0 for k in CLASSES}) for p in hlo_passes})
-    run = _Run(hlo_passes, campaign, Path(corpus) if corpus is not None else None, trials)
+    if minimize_share == "auto":
+        minimize_share = MINIMIZE_SHARE if examples is None else None
+    run = _Run(hlo_passes, campaign, Path(corpus) if corpus is not None else None, trials,
+               minimize_share)
     started = time.perf_counter()
+    cpu_started = time.process_time()
 
     def visit(module: HloModule, index: int) -> None:
         if (examples is not None and index >= examples) or \
@@ -302,4 +457,5 @@ def run_campaign(passes: object, *, examples: int | None = None,
 
     draw_modules(fuzz_modules(devices=devices), seed, visit)
     campaign.seconds = time.perf_counter() - started
+    campaign.cpu_seconds = time.process_time() - cpu_started
     return campaign
