@@ -64,6 +64,7 @@ NON_COMMUTATIVE = {Opcode.SUBTRACT, Opcode.DIVIDE, Opcode.REMAINDER, Opcode.POWE
                    Opcode.SHIFT_RIGHT_LOGICAL, Opcode.COMPARE, Opcode.CONCATENATE, Opcode.DOT,
                    Opcode.SELECT, Opcode.CLAMP}
 MIRRORED = {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE", "EQ": "NE", "NE": "EQ"}
+_ORDERED = ("LT", "GT", "LE", "GE")   # mirroring these swaps the operands; EQ <-> NE negates
 POSITIONAL = {Opcode.ALL_GATHER, Opcode.ALL_GATHER_START, Opcode.REDUCE_SCATTER,
               Opcode.ALL_TO_ALL}
 PERMUTES = {Opcode.COLLECTIVE_PERMUTE, Opcode.COLLECTIVE_PERMUTE_START}
@@ -497,6 +498,10 @@ def equivalence_reason(mutant: Mutant) -> str | None:
             if pred.opcode is Opcode.BROADCAST and pred.operand(0).opcode is Opcode.CONSTANT \
                     or pred.opcode is Opcode.CONSTANT:
                 return None
+    if mutant.operator == "flip-comparison" and target.get("direction") in _ORDERED and \
+            (target.operand(0) is target.operand(1) or
+             _same_value(target.operand(0), target.operand(1))):
+        return "mirroring a comparison swaps its operands, which are the same value"
     if mutant.operator == "constant-ulp":
         users = list(target.users)
         if users and all(u.opcode is Opcode.CONVERT and
@@ -534,7 +539,78 @@ _SOFTMAX_SUM_INIT = ("the sum of exp(x - max) includes exp(0) = 1 for a finite m
 _TRUNC_ZERO = ("trunc(x) = x < c ? ceil(x) : floor(x) with c = 0 or the smallest subnormal: they "
                "differ only at x = +-0, where ceil and floor agree")
 
+_SELF_COMPARE_SCALE = ("x * 2 becomes x * (2 + 2^-22) before a comparison of the product with "
+                       "itself, which depends only on whether the product is NaN; for a finite "
+                       "nonzero factor x * c is NaN exactly when x is")
+_MAX_BOUND_ROUNDED = ("max(x, 0.5) - 2 becomes max(x, 0.5 + 2^-24) - 2: no float lies between the "
+                      "bounds, so they differ only for x <= 0.5, where -1.5 + 2^-24 is a tie "
+                      "between -1.5 and -1.5 + 2^-23 and rounds to the even -1.5; NaN propagates "
+                      "either way")
+_CLAMPED_START = ("a dynamic-(update-)slice start is clamped to [0, dim - size]; the constant "
+                  "start and its mutant are both at or past that bound (6, 7 -> 4 = 6 - 2; "
+                  "7, 8 and 50, 51 -> 5 = 8 - 3; 1, 2 -> 1 = 3 - 2), so the same window is used")
+_UNREAD_ELEMENT = ("element 0 of the constant (1.5) lies outside both slices taken of it ([1:9] "
+                   "and [9:16]), its only readers")
+_MAX_OF_PLACED = ("the start index only places u in an all -inf buffer of which %fused_computation.1 "
+                  "returns the maximum alone: the clamped start writes all of u wherever it lands, "
+                  "and max(u, -inf, ...) does not depend on the position")
+
 KNOWN_EQUIVALENT: dict[str, str] = {
+    "jax/lowered_argcond_argmax:constant-ulp:argmax.2/constant.2": _INIT_INDEX,
+    "jax/lowered_argcond_argmax:constant-ulp:argmax_0.4/constant.6": _INIT_INDEX,
+    "jax/lowered_argcond_argmax:constant-ulp:argmin.6/constant.10": _INIT_INDEX,
+    "jax/compiled_argcond_argmax:constant-ulp:fused_computation/constant.53": _INIT_INDEX,
+    "jax/compiled_argcond_argmax:constant-ulp:fused_computation.1/constant.54": _INIT_INDEX,
+    "jax/spmd_argcond_argmax:constant-ulp:fused_computation/constant.9.clone.2": _INIT_INDEX,
+    "jax/spmd_argcond_argmax:constant-ulp:fused_computation.1/constant.9.clone.3": _INIT_INDEX,
+    "jax/lowered_argcond_switch:constant-ulp:region_2.3/constant.9": _MAX_BOUND_ROUNDED,
+    "jax/compiled_argcond_switch:constant-ulp:fused_computation.2/constant.28": _MAX_BOUND_ROUNDED,
+    "jax/lowered_canon_self_compare:constant-ulp:main.2/constant.7": _SELF_COMPARE_SCALE,
+    "jax/compiled_canon_self_compare:constant-ulp:fused_computation/constant.2":
+        _SELF_COMPARE_SCALE,
+    "jax/compiled_canon_self_compare:constant-ulp:fused_computation.1/constant.3":
+        _SELF_COMPARE_SCALE,
+    "jax/compiled_canon_self_compare:constant-ulp:fused_computation.2/constant.8":
+        _SELF_COMPARE_SCALE,
+    "jax/lowered_canon_dynamic_slice_constant_starts:constant-ulp:main.1/constant.9":
+        _CLAMPED_START,
+    "jax/compiled_canon_dynamic_slice_constant_starts:constant-ulp:main.1/constant.6":
+        _CLAMPED_START,
+    "jax/compiled_canon_dynamic_slice_constant_starts:constant-ulp:main.1/constant.7":
+        _CLAMPED_START,
+    "jax/compiled_canon_reshaped_dynamic_slice:constant-ulp:fused_computation/constant.1":
+        _CLAMPED_START,
+    "jax/lowered_canon_convert_constant_slice:constant-ulp:main.2/constant.7":
+        "the first element -2.5 becomes -2.5000002; its only reader converts it to s32, which "
+        "truncates both to -2",
+    "jax/lowered_canon_convert_constant_slice:constant-ulp:main.2/constant.6": _UNREAD_ELEMENT,
+    "jax/compiled_canon_convert_constant_slice:constant-ulp:main.2/constant.6": _UNREAD_ELEMENT,
+    "jax/lowered_rng_uniform_s32:constant-ulp:main.3/constant.9":
+        "rng_uniform draws from [3, 9) or [4, 9); the draws are used only through 3 <= r < 9, "
+        "true for both, so the outputs are x, x and 16 either way",
+    "jax/spmd_scatter_partition_ring_1d:swap-operands:fused_computation/compare.3": _DOUBLE_WRAP,
+    "jax/spmd_scatter_partition_ring_1d:flip-comparison:fused_computation/compare.3": _DOUBLE_WRAP,
+    "jax/spmd_scatter_partition_ring_1d:flip-comparison:fused_computation/ne.22": _DOUBLE_WRAP,
+    "jax/spmd_scatter_partition_ring_y_2x4:swap-operands:fused_computation/compare.3":
+        _DOUBLE_WRAP,
+    "jax/spmd_scatter_partition_ring_y_2x4:flip-comparison:fused_computation/compare.3":
+        _DOUBLE_WRAP,
+    "jax/spmd_scatter_partition_ring_y_2x4:flip-comparison:fused_computation/ne.22": _DOUBLE_WRAP,
+    "jax/spmd_scatter_partition_psum_1d:constant-ulp:fused_computation/constant.14.clone.2":
+        "the index is partition-id & 7 converted to s32, in [0, 7]: the `< 0` wrap that adds "
+        "the constant 8 never fires",
+    "jax/lowered_rmc_where_max_softmax:constant-ulp:main.5/constant.4": _SOFTMAX_SUM_INIT,
+    "jax/compiled_rmc_where_max_softmax:constant-ulp:fused_computation.1/constant.1":
+        _SOFTMAX_SUM_INIT,
+    "jax/compiled_rmc_dus_neg_inf_buffer:constant-ulp:fused_computation.1/constant.1":
+        _MAX_OF_PLACED,
+    "jax/compiled_rmc_dus_neg_inf_buffer:constant-ulp:fused_computation.1/constant.0":
+        _MAX_OF_PLACED,
+    "jax/compiled_rmc_dus_neg_inf_buffer:swap-operands:fused_computation.1/lt.0": _MAX_OF_PLACED,
+    "jax/compiled_rmc_dus_neg_inf_buffer:swap-operands:fused_computation.1/select_n.0":
+        _MAX_OF_PLACED,
+    "jax/compiled_rmc_dus_neg_inf_buffer:flip-comparison:fused_computation.1/lt.0":
+        _MAX_OF_PLACED,
     "jax/spmd_ar_ds_x_2x4:constant-ulp:fused_computation/constant.2.clone.2": _CLAMPED_OFFSET,
     "jax/spmd_ar_ds_x_2x4:swap-operands:fused_computation/lt.4": _CLAMPED_OFFSET,
     "jax/spmd_ar_ds_x_2x4:flip-comparison:fused_computation/lt.4": _CLAMPED_OFFSET,
@@ -591,6 +667,58 @@ KNOWN_EQUIVALENT: dict[str, str] = {
 }
 
 KNOWN_MISSES: dict[str, str] = {
+    "jax/compiled_argcond_argmax:constant-ulp:fused_computation.2/constant.56":
+        "needs all 15 values INT_MIN or INT_MIN + 1 with the first INT_MIN + 1 after position 0 "
+        "(given i = INT_MIN but i[0, 1] = INT_MIN + 1, the index is 1 against 0)",
+    "jax/lowered_argcond_cond:constant-ulp:region_6.7/constant.11":
+        "needs x[0, 0] < -100, which takes the x + 10 branch (found with 21 input sets; "
+        "given x[0, 0] = -101 it is caught)",
+    "jax/compiled_argcond_cond:constant-ulp:fused_computation.2/constant.6":
+        "needs x[0, 0] < -100, which takes the x + 10 branch (found with 42 input sets; "
+        "given x[0, 0] = -101 it is caught)",
+    "jax/spmd_argcond_cond_psum:constant-ulp:main.0_spmd/constant.1.clone.1":
+        "needs a device whose shard is all zeros while the shards sum to exactly 0 (given "
+        "device 0 zeros and the others [[1, -1, 0], [0, 0, 0]], the 2^-149 takes the other "
+        "branch: 7 against 0)",
+    "jax/spmd_argcond_cond_psum:constant-ulp:fused_computation.1/constant.1.clone.2":
+        "needs the shards to sum to exactly 2^-149 (given that, `> 0` and `> 2^-149` take "
+        "different branches)",
+    "jax/named_sum_1d:constant-ulp:main.0_spmd/constant.0.clone":
+        "needs a column that is zero on every device (given all zeros: 8 x 2^-149 against 0)",
+    "jax/named_sum_2x2x2_ac:constant-ulp:main.0_spmd/constant.0.clone":
+        "needs a column that is zero on every device of a group (given all zeros: "
+        "2 x 2^-149 against 0)",
+    "jax/named_sum_b_4x2:constant-ulp:main.0_spmd/constant.0.clone":
+        "needs a row whose sum stays exactly 0 on both devices of a group (found with 56 input "
+        "sets)",
+    "jax/lowered_canon_reshaped_dynamic_slice:constant-ulp:main.1/constant.10":
+        "needs i in [-6, -2] (the verifier draws scalar integers from {-1, 0, 1} in most styles); given i = -3 it is caught",
+    "jax/lowered_canon_reshaped_dynamic_slice:constant-ulp:main.1/constant.9":
+        "needs j in [-8, -2] (the verifier draws scalar integers from {-1, 0, 1} in most styles); given j = -3 it is caught",
+    "jax/compiled_canon_reshaped_dynamic_slice:constant-ulp:fused_computation/constant.2":
+        "needs i in [-4, -2] (the verifier draws scalar integers from {-1, 0, 1} in most styles); given i = -3 it is caught",
+    "jax/lowered_rmc_dus_neg_inf_buffer:constant-ulp:main.3/constant.4":
+        "needs start in [-8, -4] (the verifier draws scalar integers from {-1, 0, 1} in most styles); given start = -5 it is caught",
+    "jax/lowered_rng_uniform_f32:constant-ulp:main.2/constant.9":
+        "needs an rng draw in [-1.5 - 2^-23, -1.5), which only the mutant's range holds "
+        "(about 3e-8 per element; the draws are not an input)",
+    "jax/lowered_rng_uniform_f32:constant-ulp:main.2/constant.10":
+        "needs an rng draw in [2, 2 + 2^-22), which only the mutant's range holds (about 7e-8 "
+        "per element; the draws are not an input)",
+    "jax/lowered_weights_mlp:constant-ulp:main.1/constant.1":
+        "relu's 0 becomes 2^-149, which a non-positive hidden unit passes on as 2^-149 x w2 "
+        "(found with 42 input sets)",
+    "jax/compiled_weights_mlp:constant-ulp:fused_computation.3/constant.0":
+        "relu's 0 becomes 2^-149, which a non-positive hidden unit passes on as 2^-149 x w2 "
+        "(found with 42 input sets)",
+    "jax/lowered_dst_transpose_dynamic_slice:swap-operands:main.1/lt.9":
+        "needs starts[1] in [-2, -1] (found with 14 input sets)",
+    "jax/lowered_dst_transpose_dynamic_slice:flip-comparison:main.1/lt.9":
+        "needs starts[1] in [-2, -1] (found with 14 input sets)",
+    "jax/compiled_dst_transpose_dynamic_slice:constant-ulp:fused_computation/constant.2":
+        "needs starts[7] in [-4, -3] (found with 14 input sets)",
+    "jax/compiled_dst_transpose_dynamic_slice:constant-ulp:fused_computation/constant.1":
+        "needs starts[6] = -5 (found with 56 input sets)",
     "jax/compiled_argmax:constant-ulp:fused_computation/constant.12":
         "needs a column whose maximum is INT_MIN + 1, first reached after row 0",
     "jax/lowered_argmax:constant-ulp:argmax_0.6/constant.11":
