@@ -31,6 +31,8 @@ from hypothesis import strategies as st
 
 from neuron_sim.hlo import HloComputation, HloInstruction, HloModule, Opcode
 from neuron_sim.hlo.builder import ComputationBuilder, ModuleBuilder
+from neuron_sim.hlo.replica_groups import (IotaReplicaGroups, MeshAxisRef, MeshReplicaGroups,
+                                           ReplicaGroups)
 from neuron_sim.hlo.shapes import ArrayShape, scalar
 from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.topology import Topology
@@ -223,6 +225,38 @@ def replica_groups(draw: Draw, topology: Any, mode: Any, *, layouts: Any = LAYOU
     return layout_groups(layout, n, width, order)
 
 
+def compact_forms(groups: Sequence[Sequence[int]]) -> list[ReplicaGroups]:
+    """The iota and mesh spellings of ``groups`` where they have one (SEMANTICS.md §2):
+    contiguous groups ``[G,S]<=[n]`` and ``mesh['x'=G,'y'=S] {'y'}``, strided groups
+    ``[G,S]<=[S,G]T(1,0)`` and ``mesh['x'=S,'y'=G] {'x'}`` (one sorted group is both)."""
+    if not groups or len({len(g) for g in groups}) != 1:
+        return []
+    ids = np.asarray(groups)
+    count, size = ids.shape
+    n = count * size
+    forms = []
+    if np.array_equal(ids, np.arange(n).reshape(count, size)):
+        forms += [IotaReplicaGroups(count, size, (n,)),
+                  MeshReplicaGroups(("x", "y"), (count, size), (MeshAxisRef(1),))]
+    elif np.array_equal(ids, np.arange(n).reshape(size, count).T):
+        forms += [IotaReplicaGroups(count, size, (size, count), (1, 0)),
+                  MeshReplicaGroups(("x", "y"), (size, count), (MeshAxisRef(0),))]
+    made = []
+    for form in forms:
+        value = ReplicaGroups(iota=form) if isinstance(form, IotaReplicaGroups) else \
+            ReplicaGroups(mesh=form)
+        if value.groups == tuple(tuple(g) for g in groups):
+            made.append(value)
+    return made
+
+
+def spelled_groups(draw: Draw, groups: Sequence[Sequence[int]]) -> ReplicaGroups:
+    """``groups`` spelled explicitly, or in an iota or mesh form that expands to them (drawn;
+    XLA prints iota groups, JAX 0.10's partitioner mesh groups)."""
+    return draw(sampled([ReplicaGroups.explicit(tuple(tuple(g) for g in groups)),
+                         *compact_forms(groups)]))
+
+
 @composite
 def permute_pairs(draw: Draw, topology: Topology, mode: str) -> tuple[tuple[int, int], ...]:
     """Source-target pairs over the ids of ``mode``: a ring shift, every id to itself (the
@@ -387,6 +421,27 @@ def _conditional(draw: Draw, program: _Program, x: HloInstruction) -> HloInstruc
                          _branch(program, shape, "multiply", tag + "f"))
 
 
+def _indexed_conditional(draw: Draw, program: _Program, x: HloInstruction) -> HloInstruction:
+    """JAX's ``lax.cond`` / ``lax.switch`` on a device-dependent index: an s32 branch index
+    (``convert(partition-id < k)``, or ``clamp(0, partition-id, n - 1)`` over ``n`` branches)
+    selecting among ``branch_computations`` (double, square, negate-add)."""
+    b = program.entry
+    shape = _array(x)
+    tag = str(len(program.module.module.computations))
+    count = draw(sampled((2, 3)))
+    if count == 2:
+        k = draw(_integers(0, program.topology.num_partitions))
+        index = b.convert(b.compare(b.partition_id(), b.constant(k, "u32[]", "k"), "LT"), "s32")
+    else:
+        index = b.instruction(Opcode.CLAMP, [b.constant(0, "s32[]", "first"),
+                                             b.convert(b.partition_id(), "s32"),
+                                             b.constant(count - 1, "s32[]", "last")])
+    branches = [_branch(program, shape, opcode, f"{tag}_{i}")
+                for i, opcode in enumerate(("add", "multiply", "subtract")[:count])]
+    return b.instruction(Opcode.CONDITIONAL, [index, *([x] * count)],
+                         branch_computations=tuple(branches))
+
+
 def _call(draw: Draw, program: _Program, x: HloInstruction) -> HloInstruction:
     tag = str(len(program.module.module.computations))
     return program.entry.call(_branch(program, _array(x), "add", tag), [x])
@@ -437,7 +492,8 @@ def add_collective(draw: Draw, program: _Program, x: HloInstruction,
         return None
     if opcode == "all-gather" and not rows:
         return None
-    attributes = dict(program.collective_attributes(mode), replica_groups=groups)
+    attributes = dict(program.collective_attributes(mode),
+                      replica_groups=spelled_groups(draw, groups))
     if opcode == "all-reduce":
         return b.all_reduce(x, to_apply=program.reducer(
             draw(sampled(("add", "maximum")))), **attributes)
@@ -530,16 +586,31 @@ def hlo_modules(draw: Draw, *, topology: Any = topologies(), opcodes: Any = None
 
 def _ar_ds(draw: Draw, program: _Program, x: HloInstruction, groups: Sequence[Sequence[int]],
            mode: str, slice_size: int, offset: Offset) -> HloInstruction:
-    """``dynamic-slice(all-reduce(x), offset, 0)`` with ``slice_size`` rows."""
+    """``dynamic-slice(all-reduce(x), offset, 0)`` with ``slice_size`` rows; for a fused
+    ``offset``, the dynamic-slice and the offset computation in a kLoop fusion whose parameters
+    are the all-reduce, partition-id and replica-id, as XLA's compiler emits it."""
     b = program.entry
-    attributes = dict(program.collective_attributes(mode), replica_groups=groups)
+    attributes = dict(program.collective_attributes(mode),
+                      replica_groups=spelled_groups(draw, groups))
     reduced = program.add(b.all_reduce(x, to_apply=program.reducer("add"), **attributes))
-    start = offset.build(b, {})
+    sizes = [slice_size, _array(x).dims[1]]
+    if not offset.fused:
+        return _offset_slice(b, reduced, offset.build(b, {}), sizes)
+    f = program.module.computation(f"fused_slice_{len(program.module.module.computations)}")
+    operand = f.parameter(0, _array(x), "p0")
+    ids = {"partition-id": f.parameter(1, "u32[]", "partition-id"),
+           "replica-id": f.parameter(2, "u32[]", "replica-id")}
+    fused = f.build(_offset_slice(f, operand, offset.build(f, ids), sizes))
+    return b.fusion(fused, [reduced, b.partition_id(), b.replica_id()])
+
+
+def _offset_slice(b: ComputationBuilder, x: HloInstruction, start: HloInstruction,
+                  sizes: Sequence[int]) -> HloInstruction:
     zero = b.constant(0, scalar(start.shape.element_type), "zero")
-    return b.dynamic_slice(reduced, [start, zero], [slice_size, _array(x).dims[1]])
+    return b.dynamic_slice(x, [start, zero], sizes)
 
 
-def _single_group(draw: Draw, program: _Program, mode: str) -> tuple:
+def _single_group(draw: Draw, program: _Program, mode: str, fused: bool = False) -> tuple:
     """One group over the mode's ids (sorted or not), offset ``pid * s``: the single-group
     matcher's form."""
     n = id_space(program.topology, mode)
@@ -549,15 +620,15 @@ def _single_group(draw: Draw, program: _Program, mode: str) -> tuple:
     slice_size = draw(sampled((1, 2)))
     index_type = draw(sampled(("u32", "s32")))
     return groups, slice_size, len(groups[0]) * slice_size, \
-        offset_id_times(slice_size, index_type=index_type)
+        offset_id_times(slice_size, index_type=index_type, fused=fused)
 
 
-def _pool_groups(draw: Draw, program: _Program, mode: str) -> tuple:
+def _pool_groups(draw: Draw, program: _Program, mode: str, fused: bool = False) -> tuple:
     """Equal groups (contiguous, strided or permuted), offset ``s * POOL[pid]`` with one of the
     pools the multiple-groups matcher accepts: its form."""
     n = id_space(program.topology, mode)
     layout = draw(sampled(("contiguous", "strided", "permuted", "one_sorted")))
-    widths = [w for w in range(1, n + 1) if n % w == 0 and (layout == "one_sorted") == (w == n)]
+    widths = [w for w in range(2, n + 1) if n % w == 0 and (layout == "one_sorted") == (w == n)]
     width = draw(sampled(widths or [n]))
     order = draw(_permutation(n)) if layout == "permuted" else None
     groups = layout_groups(layout, n, width, order)
@@ -565,10 +636,10 @@ def _pool_groups(draw: Draw, program: _Program, mode: str) -> tuple:
     pools = expected_pools(len(groups), width, slice_size)
     pool = pools[draw(sampled(sorted(pools, key=("repeated", "identity",
                                                          "multiplied").index)))]
-    return groups, slice_size, width * slice_size, offset_pool(pool, slice_size)
+    return groups, slice_size, width * slice_size, offset_pool(pool, slice_size, fused=fused)
 
 
-def _other_offset(draw: Draw, program: _Program, mode: str) -> tuple:
+def _other_offset(draw: Draw, program: _Program, mode: str, fused: bool = False) -> tuple:
     """Groups of any layout with the offset forms JAX and XLA emit (neither seed matcher's)."""
     topology = program.topology
     groups = draw(replica_groups(topology, mode, allow_empty=False,
@@ -579,21 +650,24 @@ def _other_offset(draw: Draw, program: _Program, mode: str) -> tuple:
     P = topology.num_partitions
     form = draw(sampled(("jax", "divmod", "flattened", "table", "constant")))
     if form == "jax":
-        offset = offset_jax(slice_size, full)
+        offset = offset_jax(slice_size, full, fused=fused)
     elif form == "divmod":
-        offset = offset_divmod(slice_size, divisor=width, use_remainder=draw(_booleans()))
+        offset = offset_divmod(slice_size, divisor=width, use_remainder=draw(_booleans()),
+                                fused=fused)
     elif form == "flattened":
-        offset = offset_flattened(slice_size, P, divisor=width)
+        offset = offset_flattened(slice_size, P, divisor=width, fused=fused)
     elif form == "table":
         positions = {device: i for group in groups for i, device in enumerate(group)}
-        offset = offset_table([positions.get(p, 0) for p in range(P)], slice_size)
+        offset = offset_table([positions.get(p, 0) for p in range(P)], slice_size,
+                              fused=fused)
     else:
-        offset = offset_constant(draw(_integers(0, full - slice_size)))
+        offset = offset_constant(draw(_integers(0, full - slice_size)), fused=fused)
     return groups, slice_size, full, offset
 
 
 AR_DS_FORMS = {"ar_ds_single": _single_group, "ar_ds_pool": _pool_groups,
                "ar_ds_other": _other_offset}
+FUSED_FORMS = ("ar_ds_single", "ar_ds_pool", "ar_ds_other")
 
 
 def _argmax_comparator(program: _Program) -> HloComputation:
@@ -662,16 +736,18 @@ def _collective_pair(draw: Draw, program: _Program, x: HloInstruction) -> HloIns
     mode = draw(sampled(REDUCING_MODES))
     groups = layout_groups("singletons", id_space(topology, mode), 1) if degenerate else \
         draw(replica_groups(topology, mode))
-    return b.all_reduce(x, to_apply=program.reducer("add"), replica_groups=groups,
+    return b.all_reduce(x, to_apply=program.reducer("add"),
+                        replica_groups=spelled_groups(draw, groups),
                         **program.collective_attributes(mode))
 
 
 # Idiom kinds, in shrinking order, and how often each is drawn: the two forms the seed fold
 # matchers accept are drawn most (most idioms should make a fold pass fire).
-IDIOM_KINDS = ("ar_ds_single", "ar_ds_pool", "collective", "ar_ds_other", "conditional",
-               "argmax", "minus_inf_mask")
-IDIOM_WEIGHTS = {"ar_ds_single": 6, "ar_ds_pool": 6}
-IDIOM_STEPS = {"collective": _collective_pair, "conditional": _conditional, "argmax": _argmax,
+IDIOM_KINDS = ("ar_ds_single", "ar_ds_pool", "collective", "ar_ds_other", "ar_ds_fused",
+               "conditional", "indexed_conditional", "argmax", "minus_inf_mask")
+IDIOM_WEIGHTS = {"ar_ds_single": 8, "ar_ds_pool": 8}
+IDIOM_STEPS = {"collective": _collective_pair, "conditional": _conditional,
+               "indexed_conditional": _indexed_conditional, "argmax": _argmax,
                "minus_inf_mask": _minus_inf_mask}
 
 
@@ -681,9 +757,11 @@ def collective_idioms(draw: Draw, *, topology: Any = topologies(), kinds: Any = 
     """A module holding one idiom a seed pass looks for, in random surrounding code (up to
     ``surrounding`` shape-preserving steps before it and after it): all-reduce + dynamic-slice
     with the single-group, pool and other offset forms in every reducing group mode (sorted,
-    unsorted, contiguous and strided groups), degenerate and real all-reduces and
-    collective-permutes, a two-branch conditional, JAX's variadic argmax reduce, a -inf mask
-    (f32 modules)."""
+    unsorted, contiguous and strided groups, spelled explicitly or in iota or mesh form), also
+    fused as XLA emits it (the dynamic-slice in a kLoop fusion whose parameter is the
+    all-reduce), degenerate and real all-reduces and collective-permutes, a pred conditional
+    and an s32-indexed one (JAX's lax.cond / lax.switch), JAX's variadic argmax reduce, a -inf
+    mask (f32 modules)."""
     kind = draw(sampled([name for name in _value(draw, kinds)
                                  for _ in range(IDIOM_WEIGHTS.get(name, 1))]))
     program = _begin(draw, topology, ("f32",) if kind == "minus_inf_mask" else dtypes,
@@ -691,11 +769,13 @@ def collective_idioms(draw: Draw, *, topology: Any = topologies(), kinds: Any = 
     around = _value(draw, surrounding)
     before = draw(_integers(0, around))
     after = draw(_integers(0, around))
-    if kind in AR_DS_FORMS:
+    if kind in AR_DS_FORMS or kind == "ar_ds_fused":
         # A mode over one id (cross-replica on 1 x P) slices nothing: the matchers' check 3.
         mode = draw(sampled([m for m in REDUCING_MODES
                              if id_space(program.topology, m) > 1] or REDUCING_MODES))
-        groups, slice_size, full, offset = AR_DS_FORMS[kind](draw, program, mode)
+        form = draw(sampled(FUSED_FORMS)) if kind == "ar_ds_fused" else kind
+        groups, slice_size, full, offset = AR_DS_FORMS[form](draw, program, mode,
+                                                             fused=kind == "ar_ds_fused")
         cols = draw(sampled((1, 2)))
         x = program.add(program.entry.parameter(0, f"{program.element_type}[{full},{cols}]",
                                                 "x"))
