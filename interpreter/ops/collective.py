@@ -132,7 +132,7 @@ def run_collective(ctx, operands) -> list:
     devices = _devices(ctx)
     rows = [stacked(v, ctx.n) for v in operands]
     call = CollectiveCall(kind=static.kind, operands=rows,
-                          active=tuple(int(d) for d in devices), groups=static.groups,
+                          active=tuple(np.asarray(devices).tolist()), groups=static.groups,
                           dim=static.dim, pairs=static.pairs, combine=static.combine,
                           label=static.label, reduction=static.reduction)
     transport = ctx.evaluator.transport
