@@ -418,6 +418,10 @@ def save_failure(failure: Failure, found: VerificationResult | HloModule, corpus
         atomic_write_text(directory / "reproduce.sh", script, mode=0o777, exclusive=True)
     else:
         write_counterexample(found, directory)
+        # The report's command names the files by their absolute paths; the case directory is
+        # meant to be moved (into a test corpus), so it names them as reproduce.sh does.
+        report = directory / "report.json"
+        atomic_write_text(report, report.read_text().replace(f"{directory}/", ""))
     data = dict(failure.to_json(), directory=failure.key)
     atomic_write_text(directory / "fuzz.json", json.dumps(data, indent=2) + "\n",
                       exclusive=True)
