@@ -274,7 +274,12 @@ def _sprinkle(values: np.ndarray, rng: np.random.Generator, choices: Sequence[An
     flat = values.reshape(-1)
     if not flat.size:
         return
-    count = max(1, int(flat.size * fraction))
+    # size * fraction elements, at least one — except that an array too small for one (a
+    # scalar) is sprinkled only half the time: always overwriting its one element made a
+    # scalar integer parameter never leave {-1, 0, 1}.
+    count = int(flat.size * fraction) or int(rng.random() < 0.5)
+    if not count:
+        return
     where = rng.choice(flat.size, size=min(count, flat.size), replace=False)
     picks = rng.integers(0, len(choices), size=len(where))
     _assign(flat, where, choices, picks)
@@ -378,15 +383,16 @@ def _make_rows_distinct(values: np.ndarray, et: ElementType, rng: np.random.Gene
                         style: str) -> None:
     """Redraw the rows (devices) that repeat an earlier row, all of them at once, for a few
     rounds, where the type allows it: a row that still repeats after them keeps its value.
-    A round that leaves as many repeats as before ends the redrawing (the type has no more
-    distinct rows of this style to give, as for ``pred[3]`` on more than 8 devices)."""
+    A round that resolves fewer than a quarter of the repeats ends the redrawing: the type has
+    few more distinct rows of this style to give (``pred[3]`` has 8, ``s32[2]`` of small values
+    289), and more rounds would cost time for a handful of rows."""
     rows = values.shape[0]
     if rows < 2 or values[0].size == 0:
         return
     before = rows
     for _ in range(8):
         repeats = _repeated_rows(values)
-        if not repeats.size or len(repeats) >= before:
+        if not repeats.size or 4 * len(repeats) > 3 * before:
             return
         before = len(repeats)
         values[repeats] = _draw(et, (len(repeats), *values.shape[1:]), rng, style)
