@@ -229,7 +229,10 @@ def rewritten_shapes(module: HloModule, rewrites: Sequence[str]) -> tuple[str, .
 
 def crash_line(exc: BaseException) -> str:
     """``TypeName: the first CRASH_PREFIX characters of the message's first line``: what a
-    minimized crash must still raise."""
+    minimized crash must still raise. A PassError is read through to the exception that caused
+    it (its own text names the module, not the crash)."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
     text = str(exc).splitlines()[0] if str(exc) else ""
     return f"{type(exc).__name__}: {text[:CRASH_PREFIX]}"
 
