@@ -10,9 +10,8 @@ docs/passes.md), checked by a control that differs from the case only in what th
 about. A faithful seed pass must keep failing them; a change that "fixes" one must move the
 case.
 
-The three cases were found and minimized by ``neuron-sim fuzz --passes
-aws_neuron_rewrite_all_reduce_dynamic_slice,aws_neuron_rewrite_all_reduce_dynamic_slice_multiple_groups,aws_neuron_delete_permute
---time 60s --seed 0 --corpus DIR`` (8 devices), unaided.
+The three cases were found and minimized, unaided, by ``neuron-sim fuzz --passes KEYS --time
+60s --seed 0 --corpus DIR`` (8 devices) with KEYS the three seed passes of the REASONS table.
 """
 
 from __future__ import annotations

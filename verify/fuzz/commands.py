@@ -60,7 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     fuzz.add_argument("--devices", type=int, default=8, metavar="D",
                       help="devices of every drawn topology (default 8)")
     fuzz.add_argument("--trials", type=int, default=None, metavar="T",
-                      help="input sets per verification (default 2)")
+                      help="input sets per verification (default 1)")
 
 
 def run_fuzz(args: argparse.Namespace) -> int:

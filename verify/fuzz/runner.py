@@ -12,21 +12,27 @@ pipeline) and verified on its topology (``check_pass``, a few input sets). The c
 ``inconclusive``  our own limit (an ERROR or FAILED_TO_PROVE verdict that is not a crash)
 
 Each failure (crashed, malformed, unsound) gets a *signature*: (pass, class, ERROR line, the
-topology's class — partitions only, replicas only, both — and the minimized module's shape — the set of its entry opcodes with each collective's group mode and layout:
-one sorted / one unsorted group, contiguous, strided, permuted, singletons, empty; a permute's
-pairs: self, shift, partial). Failures with the same signature are counted once. An UNSOUND
-failure is minimized (``verify.minimize``, through ``check_pass``) before its signature is
-taken; a crash is saved as drawn. Minimizing costs a few dozen verifications, so a failure is
-minimized only while fewer than ``MINIMIZE_PER_KIND`` (one) failures of its *kind* (pass, class,
-ERROR line, topology class and the drawn module's collective shapes) have been; the others are counted in their
-class and not minimized again.
+topology's class — partitions only, replicas only, both — and the minimized module's shape —
+the set of its entry opcodes with each collective's group mode and layout: one sorted / one
+unsorted group, contiguous, strided, permuted, singletons, empty; a permute's pairs: self,
+shift, partial). Failures with the same signature are counted once. A failure is minimized
+before its signature is taken: an UNSOUND or malformed one by ``verify.minimize`` on the found
+verdict (only the source is edited and the pass re-run, with the campaign's trials), a crash by
+the same edits while the pass still raises the same exception type with the same message
+prefix (``minimize_crash``). Minimizing costs a few dozen verifications, so a failure is
+minimized only while fewer than ``MINIMIZE_PER_KIND`` (one) failures of its *kind* (pass,
+class, ERROR line, topology class, and the shapes of the instructions the pass rewrote with
+their collective operands — ``rewritten_shapes``) have been; the others are counted in their
+class and not minimized again. A timed campaign also bounds the CPU time spent minimizing
+(``MINIMIZE_SHARE``); a new kind met over it is counted as deferred and stays new.
 
 A new distinct failure is saved to the corpus directory (if any) as ``KEY-HASH/``:
 ``before.hlo``, ``after.hlo``, ``inputs.npz``, ``report.json``, ``reproduce.sh``
 (``verify.report.write_counterexample``: the ``neuron-sim verify BEFORE AFTER`` command) and
 ``fuzz.json`` (the signature, the class, and the ``neuron-sim verify BEFORE --passes KEY``
-command that re-runs the pass). A case directory that already exists is a known failure: it is
-counted, not written again.
+command that re-runs the pass); a crash's directory holds its minimized ``before.hlo``,
+``fuzz.json`` and a ``reproduce.sh`` running that command. A case directory that already
+exists is a known failure: it is counted, not written again.
 """
 
 from __future__ import annotations
@@ -115,7 +121,8 @@ def instruction_shape(inst: HloInstruction) -> str:
     or the opcode."""
     if inst.has("source_target_pairs"):
         mode = group_mode(inst.opcode.spelling, inst.channel_id is not None)
-        return f"{inst.opcode.spelling}[{mode}, {pairs_layout(inst.get('source_target_pairs').pairs)}]"
+        pairs = pairs_layout(inst.get("source_target_pairs").pairs)
+        return f"{inst.opcode.spelling}[{mode}, {pairs}]"
     if inst.has("replica_groups"):
         mode = group_mode(inst.opcode.spelling, inst.channel_id is not None,
                           inst.use_global_device_ids)
