@@ -11,8 +11,8 @@ pipeline) and verified on its topology (``check_pass``, a few input sets). The c
 ``unchanged``     the pass changed nothing
 ``inconclusive``  our own limit (an ERROR or FAILED_TO_PROVE verdict that is not a crash)
 
-Each failure (crashed, malformed, unsound) gets a *signature*: (pass, class, ERROR line, the
-topology's class — partitions only, replicas only, both — and the minimized module's shape —
+Each failure (crashed, malformed, unsound) gets a *signature*: (pass, class, ERROR line, a
+crash's exception line, the topology's class — partitions only, replicas only, both — and the minimized module's shape —
 the set of its entry opcodes with each collective's group mode and layout: one sorted / one
 unsorted group, contiguous, strided, permuted, singletons, empty; a permute's pairs: self,
 shift, partial). Failures with the same signature are counted once. A failure is minimized
@@ -49,6 +49,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+import interpreter
+
 from neuron_sim.hlo.ir import HloInstruction, HloModule
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.outputs import atomic_write_text
@@ -68,7 +70,8 @@ TRIALS = 1
 MINIMIZE_PER_KIND = 1
 MINIMIZE_SHARE = 0.25  # of a timed campaign's CPU time, at most, spent minimizing
 MINIMIZE_ALLOWANCE = 2.0  # CPU seconds of minimizing always allowed, however short the run
-CRASH_PREFIX = 40  # characters of a crash's message that must stay the same while minimizing
+CRASH_PREFIX = 40
+CRASH_RUN_SECONDS = 5.0  # a candidate crash's source must run within this  # characters of a crash's message that must stay the same while minimizing
 
 
 def classify(result: VerificationResult) -> str:
@@ -173,7 +176,8 @@ class Failure:
 
     @property
     def signature(self) -> tuple:
-        return (self.pass_name, self.klass, self.check, topology_class(self.topology),
+        crash = self.detail if self.klass == "crashed" else ""
+        return (self.pass_name, self.klass, self.check, crash, topology_class(self.topology),
                 self.shape)
 
     @property
@@ -263,17 +267,30 @@ def _crash_result(module: HloModule, topology: Topology, line: str) -> Verificat
                               error_line=line, detail=line, counterexample=cex, trials=0)
 
 
+def runs(module: HloModule, topology: Topology) -> bool:
+    """Whether ``module`` is well formed and executes on ``topology`` (a crash on a module
+    that is not a program there, such as groups naming devices it lacks, is not the pass's)."""
+    if malformed(module, topology) is not None:
+        return False
+    try:
+        interpreter.run(module, None, topology, seed=0, time_limit=CRASH_RUN_SECONDS)
+    except Exception:  # noqa: BLE001 - any failure to run makes the candidate no program
+        return False
+    return True
+
+
 def minimize_crash(module: HloModule, hlo_pass: HloPass, topology: Topology
                    ) -> tuple[HloModule, Topology, str] | None:
     """The smallest well-formed module (and topology) found by ``verify.minimize``'s edits on
     which ``hlo_pass`` still raises the same exception type with the same message prefix
-    (``crash_line``), with that line; None if ``module`` does not crash there."""
+    (``crash_line``) and that still runs there (``runs``), with that line; None if ``module``
+    does not crash there."""
     line = pass_crash(module, hlo_pass, topology)
     if line is None:
         return None
 
     def still_crashes(source: HloModule, where: Topology) -> HloModule | None:
-        if malformed(source, where) is not None or pass_crash(source, hlo_pass, where) != line:
+        if pass_crash(source, hlo_pass, where) != line or not runs(source, where):
             return None
         return source
 
