@@ -43,8 +43,8 @@ from verify.symbolic.idioms import (MODE_ATTRIBUTES, Offset, offset_constant, of
                                     offset_table)
 
 __all__ = ["COLLECTIVE_OPCODES", "GROUP_MODES", "IDIOM_KINDS", "OPERATIONS", "RandomDraw",
-           "collective_idioms", "composite", "draw_example", "hlo_modules", "module_inputs",
-           "replica_groups", "sampled", "topologies"]
+           "collective_idioms", "compact_forms", "composite", "draw_example", "hlo_modules",
+           "module_inputs", "replica_groups", "sampled", "spelled_groups", "topologies"]
 
 Draw = Callable[[st.SearchStrategy], Any]
 
@@ -679,7 +679,7 @@ def _argmax_comparator(program: _Program) -> HloComputation:
     nan_check = ["%nan = pred[] compare(%va, %va), direction=NE",
                  "%pick = pred[] or(%gt, %nan)"] if et.startswith("f") else \
         ["%pick = pred[] or(%gt, %gt)"]
-    lines = [f"%gt = pred[] compare(%va, %vb), direction=GT", *nan_check,
+    lines = ["%gt = pred[] compare(%va, %vb), direction=GT", *nan_check,
              f"%value = {et}[] select(%pick, %va, %vb)",
              "%eq = pred[] compare(%va, %vb), direction=EQ",
              "%lower = pred[] compare(%ia, %ib), direction=LT",

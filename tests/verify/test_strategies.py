@@ -27,7 +27,8 @@ from passes import PassContext
 from verify.api import apply_passes, check_modules, pass_list
 from verify.fuzz.generator import StopDrawing, draw_modules
 from verify.result import Status
-from verify.strategies import (GROUP_MODES, RandomDraw, collective_idioms, composite,
+from verify.strategies import (GROUP_MODES, collective_idioms, compact_forms,
+                               composite,
                                draw_example, hlo_modules, layout_groups, module_inputs,
                                replica_groups, sampled, topologies)
 
@@ -164,3 +165,32 @@ def test_local_and_mpi_backends_agree_bit_for_bit_on_generated_collective_module
         for got, expected in zip(mpi, local):
             expected = storable(np.asarray(expected))
             assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes()
+
+
+def test_compact_forms_spell_the_semantics_examples():
+    """SEMANTICS.md §2: [2,4]<=[8] is {{0,1,2,3},{4,5,6,7}}, [2,4]<=[4,2]T(1,0) is
+    {{0,2,4,6},{1,3,5,7}}; the mesh rule: mesh['x'=4,'y'=2] {'x'} groups over x with y kept,
+    i.e. the same strided groups. Permuted groups have no compact form."""
+    contiguous = [g.to_text() for g in compact_forms(((0, 1, 2, 3), (4, 5, 6, 7)))]
+    strided = [g.to_text() for g in compact_forms(((0, 2, 4, 6), (1, 3, 5, 7)))]
+    assert contiguous == ["[2,4]<=[8]", "mesh['x'=2,'y'=4] {'y'}"]
+    assert strided == ["[2,4]<=[4,2]T(1,0)", "mesh['x'=4,'y'=2] {'x'}"]
+    assert compact_forms(((0, 3), (1, 2))) == []
+
+
+def test_fused_and_indexed_idioms_are_valid_print_back_and_verify_against_themselves():
+    strategy = collective_idioms(topology=topologies(devices=8),
+                                 kinds=("ar_ds_fused", "indexed_conditional"))
+    texts = []
+    for index in range(24):
+        module = draw_example(strategy, f"fused:{index}")
+        check_module(module)
+        text = module.to_text()
+        assert parse_module(text).to_text() == text
+        texts.append(text)
+        if index < 6:
+            result = check_modules(module, module, trials=1, minimize=False)
+            assert result.status is Status.CORRECT, result.detail
+    joined = "\n".join(texts)
+    assert "kind=kLoop" in joined and "branch_computations=" in joined
+    assert "<=[" in joined and "mesh[" in joined

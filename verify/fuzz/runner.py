@@ -52,7 +52,6 @@ import numpy as np
 import interpreter
 
 from neuron_sim.hlo.ir import HloInstruction, HloModule
-from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.outputs import atomic_write_text
 from neuron_sim.topology import Topology, group_mode
 from passes import HloPass
