@@ -195,3 +195,15 @@ def test_a_package_init_and_its_own_modules_are_no_cycle_unless_named(tmp_path: 
     assert cycles(graph) == []
     graph["verify.result"].add("verify")
     assert cycles(graph) == [["verify", "verify.api", "verify.result"]]
+
+
+def test_the_cli_starts_without_z3():
+    """z3 takes a tenth of a second to import and only the proofs use it (issue 18's start-up
+    goal): importing the CLI, with every command and every registered pass, must not load it."""
+    import subprocess
+    import sys
+
+    code = "import sys, neuron_sim.cli; print('z3' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "False"

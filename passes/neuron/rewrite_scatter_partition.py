@@ -45,8 +45,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+import functools
+
 import numpy as np
-import z3
 
 from neuron_sim.arrays import equal_mask
 from neuron_sim.hlo.builder import make_instruction
@@ -55,18 +56,22 @@ from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.replica_groups import ReplicaGroups
 from neuron_sim.hlo.shapes import ArrayShape
 from neuron_sim.physical_groups import groups_are_physical
-from neuron_sim.topology import (GroupMode, Topology, group_mode, participant_groups,
+from neuron_sim.topology import (Topology, group_mode, participant_groups,
                                  permute_pairs_flattened)
 from passes.analysis import int_semantics as sem
 from passes.analysis.index_encoding import (CallPath, DeviceCoordinates, IndexEncoder,
                                             OutsideSubLanguage, SymValue,
                                             resolve_through_calls)
+from passes.analysis.lazy import LazyModule
 from passes.base import OpExpanderPass, SeedStatus
 from passes.contracts import Refinement
 from passes.neuron.pattern_helpers import is_effective_scalar_constant
 from passes.xla.dce import has_side_effect
 
+z3 = LazyModule("z3")
+
 _LOG = logging.getLogger(__name__)
+
 
 def positive_zero_to_negative_zero(source: np.ndarray, target: np.ndarray) -> np.ndarray:
     """Elementwise: the source is ``+0`` and the target ``-0`` (floats only)."""
@@ -109,17 +114,24 @@ def _fold(op, parts: list[np.ndarray]) -> np.ndarray:
     return out
 
 
-_ARITHMETIC = {z3.Z3_OP_BADD: np.add, z3.Z3_OP_BMUL: np.multiply, z3.Z3_OP_BAND: np.bitwise_and,
-               z3.Z3_OP_BOR: np.bitwise_or, z3.Z3_OP_BXOR: np.bitwise_xor}
-_LOGIC = {z3.Z3_OP_AND: np.logical_and, z3.Z3_OP_OR: np.logical_or,
-          z3.Z3_OP_XOR: np.logical_xor}
-_UNSIGNED_COMPARE = {z3.Z3_OP_ULEQ: np.less_equal, z3.Z3_OP_ULT: np.less,
-                     z3.Z3_OP_UGEQ: np.greater_equal, z3.Z3_OP_UGT: np.greater}
-_SIGNED_COMPARE = {z3.Z3_OP_SLEQ: np.less_equal, z3.Z3_OP_SLT: np.less,
-                   z3.Z3_OP_SGEQ: np.greater_equal, z3.Z3_OP_SGT: np.greater}
-_DIVISIONS = {z3.Z3_OP_BUDIV: "udiv", z3.Z3_OP_BUDIV_I: "udiv", z3.Z3_OP_BUREM: "urem",
-              z3.Z3_OP_BUREM_I: "urem", z3.Z3_OP_BSDIV: "sdiv", z3.Z3_OP_BSDIV_I: "sdiv",
-              z3.Z3_OP_BSREM: "srem", z3.Z3_OP_BSREM_I: "srem"}
+@functools.cache
+def _op_tables() -> dict[str, dict]:
+    """z3 operator kinds -> numpy functions, built on first use (z3 is imported lazily)."""
+    return {
+        "arithmetic": {z3.Z3_OP_BADD: np.add, z3.Z3_OP_BMUL: np.multiply,
+                       z3.Z3_OP_BAND: np.bitwise_and, z3.Z3_OP_BOR: np.bitwise_or,
+                       z3.Z3_OP_BXOR: np.bitwise_xor},
+        "logic": {z3.Z3_OP_AND: np.logical_and, z3.Z3_OP_OR: np.logical_or,
+                  z3.Z3_OP_XOR: np.logical_xor},
+        "unsigned": {z3.Z3_OP_ULEQ: np.less_equal, z3.Z3_OP_ULT: np.less,
+                     z3.Z3_OP_UGEQ: np.greater_equal, z3.Z3_OP_UGT: np.greater},
+        "signed": {z3.Z3_OP_SLEQ: np.less_equal, z3.Z3_OP_SLT: np.less,
+                   z3.Z3_OP_SGEQ: np.greater_equal, z3.Z3_OP_SGT: np.greater},
+        "divisions": {z3.Z3_OP_BUDIV: "udiv", z3.Z3_OP_BUDIV_I: "udiv",
+                      z3.Z3_OP_BUREM: "urem", z3.Z3_OP_BUREM_I: "urem",
+                      z3.Z3_OP_BSDIV: "sdiv", z3.Z3_OP_BSDIV_I: "sdiv",
+                      z3.Z3_OP_BSREM: "srem", z3.Z3_OP_BSREM_I: "srem"},
+    }
 
 
 def _divide(kind: str, a: np.ndarray, b: np.ndarray, width: int) -> np.ndarray:
@@ -143,6 +155,7 @@ def _evaluate(term: z3.ExprRef, leaves: dict[str, np.ndarray],
     if key in memo:
         return memo[key]
     kind = term.decl().kind()
+    tables = _op_tables()
     args = [_evaluate(child, leaves, memo) for child in term.children()]
     width = term.size() if z3.is_bv(term) else 0
     if width > 64:
@@ -154,8 +167,8 @@ def _evaluate(term: z3.ExprRef, leaves: dict[str, np.ndarray],
             out = np.bool_(kind == z3.Z3_OP_TRUE)
         elif kind == z3.Z3_OP_UNINTERPRETED and not args:
             out = leaves[term.decl().name()]
-        elif kind in _ARITHMETIC:
-            out = _fold(_ARITHMETIC[kind], args) & _mask(width)
+        elif kind in tables["arithmetic"]:
+            out = _fold(tables["arithmetic"][kind], args) & _mask(width)
         elif kind == z3.Z3_OP_BSUB:
             out = (args[0] - args[1]) & _mask(width)
         elif kind == z3.Z3_OP_BNEG:
@@ -186,8 +199,8 @@ def _evaluate(term: z3.ExprRef, leaves: dict[str, np.ndarray],
             else:
                 out = (_signed(a, width) >> shift.astype(np.int64)).astype(np.uint64) \
                     & _mask(width)
-        elif kind in _DIVISIONS:
-            out = _divide(_DIVISIONS[kind], *args, width)
+        elif kind in tables["divisions"]:
+            out = _divide(tables["divisions"][kind], *args, width)
         elif kind == z3.Z3_OP_ITE:
             out = np.where(*args)
         elif kind == z3.Z3_OP_EQ:
@@ -196,13 +209,13 @@ def _evaluate(term: z3.ExprRef, leaves: dict[str, np.ndarray],
             out = np.not_equal(*args)
         elif kind == z3.Z3_OP_NOT:
             out = np.logical_not(args[0])
-        elif kind in _LOGIC:
-            out = _fold(_LOGIC[kind], args)
-        elif kind in _UNSIGNED_COMPARE:
-            out = _UNSIGNED_COMPARE[kind](*args)
-        elif kind in _SIGNED_COMPARE:
+        elif kind in tables["logic"]:
+            out = _fold(tables["logic"][kind], args)
+        elif kind in tables["unsigned"]:
+            out = tables["unsigned"][kind](*args)
+        elif kind in tables["signed"]:
             child = term.children()[0].size()
-            out = _SIGNED_COMPARE[kind](_signed(args[0], child), _signed(args[1], child))
+            out = tables["signed"][kind](_signed(args[0], child), _signed(args[1], child))
         else:
             raise _Unevaluable(f"the z3 operation {term.decl().name()}")
     memo[key] = out

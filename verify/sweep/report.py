@@ -19,11 +19,12 @@ import collections
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-import z3
-
+from passes.analysis.lazy import LazyModule
 from verify.sweep.generator import PRESETS, Case, Skip
 from verify.sweep.runner import OUTCOMES, CaseResult
 from verify.symbolic.pool_theorems import CHARACTERIZATIONS, BitVecModel, Layout
+
+z3 = LazyModule("z3")
 
 SEED_SINGLE = "aws_neuron_rewrite_all_reduce_dynamic_slice"
 SEED_MULTIPLE = "aws_neuron_rewrite_all_reduce_dynamic_slice_multiple_groups"

@@ -43,9 +43,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import z3
-
+from passes.analysis.lazy import LazyModule
 from passes.neuron.offset_pools import POOL_READINGS
+
+z3 = LazyModule("z3")
 
 INT32_MAX = (1 << 31) - 1
 TWO_32 = 1 << 32
@@ -357,9 +358,10 @@ def _smallest(facts: list[z3.BoolRef], term: z3.ArithRef, low: int, high: int) -
 # --------------------------------------------------------------------------------------------
 # Exact characterizations: when the fold is sound, and which device breaks it otherwise.
 
-IntCondition = Callable[[IntModel], tuple[list[z3.BoolRef], list[z3.BoolRef]]]
-BitVecCondition = Callable[[BitVecModel], z3.BoolRef]
-WitnessDevice = Callable[[BitVecModel], tuple[z3.BitVecRef, z3.BitVecRef]]
+# Annotation-only aliases, as text: evaluating them would import z3 at module load.
+IntCondition = "Callable[[IntModel], tuple[list[z3.BoolRef], list[z3.BoolRef]]]"
+BitVecCondition = "Callable[[BitVecModel], z3.BoolRef]"
+WitnessDevice = "Callable[[BitVecModel], tuple[z3.BitVecRef, z3.BitVecRef]]"
 
 
 @dataclass(frozen=True)
