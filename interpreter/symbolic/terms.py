@@ -15,7 +15,7 @@ in for devices that receive nothing, which the symbolic evaluator replaces by a 
 Normalisations (exact in IEEE arithmetic, nothing more): the two operands of add, multiply,
 minimum, maximum, and, or, xor are ordered; a reduction by one of those ops is a *multiset*
 term over its leaves, flattened through nested multisets of the same op and sorted, stored as a
-chain of pairs ``(chain, previous, leaf)`` ended by ``(multiset, chain, count)``. A multiset of
+balanced tree of pairs ``(chain, left, right)`` ended by ``(multiset, tree, count)``. A multiset of
 one leaf is the leaf itself (a fold over one value does not apply the op).
 """
 
@@ -227,12 +227,7 @@ class TermTable:
         else:
             matrix, lengths = flat, np.full(rows, k, np.int64)
         matrix = np.sort(matrix, axis=1)  # padding (max int64) sorts last
-        head = matrix[:, 0].copy()
-        for i in range(1, matrix.shape[1]):
-            active = np.flatnonzero(lengths > i)
-            if active.size == 0:
-                break
-            head[active] = self.intern(chain, head[active], matrix[active, i])
+        head = self._pair_tree(chain, matrix, lengths)
         result = head.copy()
         several = np.flatnonzero(lengths > 1)
         if op in self._repeat and several.size:
@@ -245,6 +240,24 @@ class TermTable:
             if fresh.any():
                 self._store_leaves(made[fresh], matrix[several[fresh]], lengths[several[fresh]])
         return result.reshape(batch)
+
+    def _pair_tree(self, chain: int, matrix: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """One handle per row for its first ``lengths[r]`` entries: adjacent pairs combined by
+        ``chain``, level by level, an odd last entry carried up — a function of the row's
+        entries and their number alone (not of the padded width), in log2(k) vectorised
+        steps instead of k - 1."""
+        level, count = matrix, lengths.copy()
+        while level.shape[1] > 1:
+            width = level.shape[1]
+            left = level[:, 0:width:2].copy()
+            right = level[:, 1:width:2]
+            rows, columns = np.nonzero(2 * np.arange(right.shape[1])[None, :] + 1
+                                       < count[:, None])
+            if rows.size:
+                left[rows, columns] = self.intern(chain, left[rows, columns],
+                                                  right[rows, columns])
+            level, count = left, (count + 1) // 2
+        return level[:, 0].copy()
 
     def _repeated(self, op: int, matrix: np.ndarray, lengths: np.ndarray, rows: np.ndarray,
                   result: np.ndarray) -> np.ndarray:
