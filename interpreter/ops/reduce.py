@@ -130,6 +130,8 @@ def fold_arg_reduce(values: np.ndarray, indices: np.ndarray, init_value: np.ndar
         return (np.array(np.broadcast_to(init_value, shape)),
                 np.array(np.broadcast_to(init_index, shape)))
     largest = reducer.direction == "max"
+    if increasing and reducer.nan_first:
+        return _fold_increasing(values, indices, init_value, init_index, largest, axis)
     with np.errstate(invalid="ignore"):
         extreme = (np.max if largest else np.min)(values, axis=axis)
         extreme = (np.maximum if largest else np.minimum)(extreme, init_value)
@@ -160,6 +162,45 @@ def fold_arg_reduce(values: np.ndarray, indices: np.ndarray, init_value: np.ndar
         value = np.where(init_nan, init_value, value)
         index = np.where(init_nan, init_index, index)
     return value, index
+
+
+def _take(array: np.ndarray, position: np.ndarray, axis: int) -> np.ndarray:
+    """``array``'s element at ``position`` along ``axis`` (one per row)."""
+    if axis == array.ndim - 1 and array.flags.c_contiguous:
+        rows = array.reshape(-1, array.shape[-1])
+        return rows[np.arange(rows.shape[0]), position.reshape(-1)].reshape(position.shape)
+    return np.take_along_axis(array, np.expand_dims(position, axis), axis).squeeze(axis)
+
+
+def _fold_increasing(values: np.ndarray, indices: np.ndarray, init_value: np.ndarray,
+                     init_index: np.ndarray, largest: bool, axis: int
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """``fold_arg_reduce`` for increasing indices and a NaN-first comparator in one pass:
+    numpy's argmax / argmin return the first extreme and the first NaN, which is the fold's
+    winner among the elements (its smallest index); then the init, which comes first in fold
+    order, wins a NaN of its own, a strictly better value, or a tie's smaller index; and where
+    the extreme is a zero the value takes the bits of the last equal element (the fold keeps
+    the later of two equal values)."""
+    position = (np.argmax if largest else np.argmin)(values, axis=axis)
+    value = _take(values, position, axis)
+    index = _take(indices, position, axis)
+    with np.errstate(invalid="ignore"):
+        row_nan = np.isnan(value)
+        better = (init_value > value) if largest else (init_value < value)
+        init_wins = np.isnan(init_value) | (~row_nan & better)
+        tie = ~row_nan & (init_value == value)
+    if init_wins.any() or tie.any():
+        index = np.where(init_wins, init_index,
+                         np.where(tie, np.minimum(index, init_index), index))
+    zero = ~init_wins & ~row_nan & (value == 0)
+    if zero.any():
+        last = values.shape[axis] - 1 - np.argmax(np.flip(values == 0, axis), axis=axis)
+        value = np.where(zero, _take(values, last, axis), value)
+    if init_wins.any():
+        value = np.where(init_wins, init_value, value)
+    shape = np.broadcast_shapes(value.shape, np.shape(init_value))
+    return (np.broadcast_to(value, shape).astype(values.dtype, copy=True),
+            np.broadcast_to(index, shape).astype(indices.dtype, copy=True))
 
 
 def _tree_fold(x: np.ndarray, fn: Callable) -> np.ndarray:

@@ -58,3 +58,31 @@ def test_vectorised_fold_equals_sequential_fold(direction, dims, out, seed):
     for got, want in zip(interpreter.run(fast, args), interpreter.run(slow, args)):
         assert got.tobytes() == want.tobytes() or np.array_equal(got, want, equal_nan=True) \
             and np.array_equal(np.signbit(got), np.signbit(want))
+
+
+IOTA = TEXT.replace("  i = s32[5,6] parameter(1)\n", "  i = s32[5,6] iota(), iota_dimension={dim}\n") \
+    .replace("reduce(x, i, v0, i0)", "reduce(x, i, v0, i0)").replace(
+        "  v0 = f32[] parameter(2)\n  i0 = s32[] parameter(3)\n",
+        "  v0 = f32[] parameter(1)\n  i0 = s32[] parameter(2)\n")
+
+
+@pytest.mark.parametrize("direction", ["GT", "LT"])
+@pytest.mark.parametrize("dims,out", [("1", "5"), ("0", "6")])
+@pytest.mark.parametrize("seed", range(6))
+def test_the_one_pass_fold_over_an_iota_equals_the_sequential_fold(direction, dims, out, seed):
+    """JAX's argmax form: the indices are an iota along the reduced dimension, which takes the
+    one-pass path (numpy's first extreme / first NaN, then the init); the double-negated
+    comparator is folded one element at a time. Values with ties, NaN, signed zeros and
+    infinities; inits including NaN, -0 and +-inf; init indices below, inside and above the
+    range."""
+    rng = np.random.default_rng(100 + seed)
+    x = rng.choice(np.array([0.0, -0.0, 1.0, -1.0, np.nan, np.inf, -np.inf], np.float32),
+                   size=(5, 6), p=[0.2, 0.2, 0.15, 0.15, 0.1, 0.1, 0.1])
+    init_value = rng.choice(np.array([-np.inf, np.inf, 0.0, -0.0, np.nan, 1.0], np.float32))
+    args = [x, init_value, np.int32(rng.integers(-2, 8))]
+    fast = parse_module(IOTA.format(d=direction, tie=FAST, dims=dims, out=out, dim=dims))
+    slow = parse_module(IOTA.format(d=direction, tie=SLOW, dims=dims, out=out, dim=dims))
+    assert recognise_arg_reducer(fast.computation("cmp")) is not None
+    for got, want in zip(interpreter.run(fast, args), interpreter.run(slow, args)):
+        assert got.tobytes() == want.tobytes() or np.array_equal(got, want, equal_nan=True) \
+            and np.array_equal(np.signbit(got), np.signbit(want))
