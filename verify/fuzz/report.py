@@ -29,6 +29,7 @@ def campaign_json(campaign: Campaign) -> dict:
             "modules_per_cpu_second": round(campaign.modules / campaign.cpu_seconds, 1)
             if campaign.cpu_seconds else None,
             "minimize_seconds": round(campaign.minimize_seconds, 3),
+            "minimizations": campaign.minimizations,
             "repeats": campaign.repeats, "deferred": campaign.deferred,
             "by_pass": by_pass, "failures": [f.to_json() for f in campaign.failures]}
 
@@ -63,6 +64,6 @@ def campaign_table(campaign: Campaign) -> str:
                  f"{campaign.minimize_seconds:.1f} of them minimizing), seed {campaign.seed}, "
                  f"{sum(f.count for f in campaign.failures)} failures minimized into "
                  f"{len(campaign.failures)} distinct, {campaign.repeats} repeats not minimized"
-                 + (f", {campaign.deferred} not minimized for time" if campaign.deferred
+                 + (f", {campaign.deferred} not minimized (over the budget)" if campaign.deferred
                     else ""))
     return "\n".join(lines)

@@ -23,8 +23,9 @@ prefix (``minimize_crash``). Minimizing costs a few dozen verifications, so a fa
 minimized only while fewer than ``MINIMIZE_PER_KIND`` (one) failures of its *kind* (pass,
 class, ERROR line, topology class, and the shapes of the instructions the pass rewrote with
 their collective operands — ``rewritten_shapes``) have been; the others are counted in their
-class and not minimized again. A timed campaign also bounds the CPU time spent minimizing
-(``MINIMIZE_SHARE``); a new kind met over it is counted as deferred and stays new.
+class and not minimized again. A timed campaign also bounds how many failures it minimizes
+(``MINIMIZE_FIRST`` plus one per ``MODULES_PER_MINIMIZE`` modules); a new kind met over that
+budget is counted as deferred and stays new.
 
 A new distinct failure is saved to the corpus directory (if any) as ``KEY-HASH/``:
 ``before.hlo``, ``after.hlo``, ``inputs.npz``, ``report.json``, ``reproduce.sh``
@@ -67,8 +68,11 @@ CLASSES = ("crashed", "malformed", "unsound", "correct", "unchanged", "inconclus
 FAILURE_CLASSES = ("crashed", "malformed", "unsound")
 TRIALS = 1
 MINIMIZE_PER_KIND = 1
-MINIMIZE_SHARE = 0.25  # of a timed campaign's CPU time, at most, spent minimizing
-MINIMIZE_ALLOWANCE = 2.0  # CPU seconds of minimizing always allowed, however short the run
+# A timed campaign minimizes at most MINIMIZE_FIRST failures plus one per MODULES_PER_MINIMIZE
+# modules drawn: about a quarter of its time at 8 devices, and counted in modules rather than
+# seconds, so the same seed minimizes the same failures on every run and machine.
+MINIMIZE_FIRST = 8
+MODULES_PER_MINIMIZE = 12
 CRASH_PREFIX = 40
 CRASH_RUN_SECONDS = 5.0  # a candidate crash's source must run within this  # characters of a crash's message that must stay the same while minimizing
 
@@ -207,6 +211,7 @@ class Campaign:
     failures: list[Failure] = field(default_factory=list)
     repeats: int = 0
     minimize_seconds: float = 0.0
+    minimizations: int = 0
     deferred: int = 0
 
     def distinct(self, pass_name: str) -> int:
@@ -306,13 +311,12 @@ def minimize_crash(module: HloModule, hlo_pass: HloPass, topology: Topology
 
 class _Run:
     def __init__(self, hlo_passes: list[HloPass], campaign: Campaign, corpus: Path | None,
-                 trials: int, minimize_share: float | None) -> None:
+                 trials: int, minimize_budget: bool) -> None:
         self.passes = hlo_passes
         self.campaign = campaign
         self.corpus = corpus
         self.trials = trials
-        self.minimize_share = minimize_share
-        self.cpu_started = time.process_time()
+        self.minimize_budget = minimize_budget
         self.by_signature: dict[tuple, Failure] = {}
         self.minimized_kinds: Counter = Counter()
 
@@ -344,6 +348,7 @@ class _Run:
             self.campaign.deferred += 1
             return
         self.minimized_kinds[kind] += 1
+        self.campaign.minimizations += 1
         started = time.process_time()
         try:
             self.minimized(module, index, hlo_pass, klass, check, topology, result)
@@ -351,11 +356,10 @@ class _Run:
             self.campaign.minimize_seconds += time.process_time() - started
 
     def may_minimize(self) -> bool:
-        """Whether minimizing stays within its share of the campaign's CPU time so far."""
-        if self.minimize_share is None:
-            return True
-        spent = time.process_time() - self.cpu_started
-        return self.campaign.minimize_seconds <= MINIMIZE_ALLOWANCE + self.minimize_share * spent
+        """Whether one more minimization stays within the budget (MINIMIZE_FIRST plus one per
+        MODULES_PER_MINIMIZE modules drawn), if the campaign has one."""
+        return not self.minimize_budget or self.campaign.minimizations < \
+            MINIMIZE_FIRST + self.campaign.modules // MODULES_PER_MINIMIZE
 
     def minimized(self, module: HloModule, index: int, hlo_pass: HloPass, klass: str,
                   check: str, topology: Topology, result: VerificationResult) -> None:
@@ -457,23 +461,23 @@ def run_campaign(passes: object, *, examples: int | None = None,
                  seconds: float | None = None, seed: int = 0, corpus: str | Path | None = None,
                  devices: int = 8, trials: int = TRIALS,
                  progress: Progress | None = None,
-                 minimize_share: float | None | str = "auto") -> Campaign:
+                 minimize_budget: bool | None = None) -> Campaign:
     """Draw modules of ``devices`` devices from ``seed`` (generator.fuzz_modules) until
     ``examples`` modules or ``seconds`` have been run (whichever comes first; one of them must
     be given), run each of ``passes`` on each, and return what was found. Failures are saved
-    under ``corpus`` when given. ``minimize_share``: the most of the campaign's CPU time
-    (beyond ``MINIMIZE_ALLOWANCE``) spent minimizing; a failure of a new kind met over it is
-    counted as deferred and its kind stays new. "auto": ``MINIMIZE_SHARE`` for a timed
-    campaign, None (no limit, so the campaign is the same on every run) with ``examples``."""
+    under ``corpus`` when given. ``minimize_budget``: at most ``MINIMIZE_FIRST`` failures plus
+    one per ``MODULES_PER_MINIMIZE`` modules are minimized; a failure of a new kind met over
+    the budget is counted as deferred and its kind stays new. None: a budget for a timed
+    campaign, none with ``examples`` only (every new kind minimized)."""
     if examples is None and seconds is None:
         raise ValueError("a campaign needs --examples or --time")
     hlo_passes = pass_list(passes)
     campaign = Campaign([p.name for p in hlo_passes], seed,
                         counts={p.name: Counter({k: 0 for k in CLASSES}) for p in hlo_passes})
-    if minimize_share == "auto":
-        minimize_share = MINIMIZE_SHARE if examples is None else None
+    if minimize_budget is None:
+        minimize_budget = seconds is not None
     run = _Run(hlo_passes, campaign, Path(corpus) if corpus is not None else None, trials,
-               minimize_share)
+               minimize_budget)
     started = time.perf_counter()
     cpu_started = time.process_time()
 
