@@ -9,13 +9,15 @@ multiply, min, max, and, or, xor is compared as the multiset of what it reduces;
 the order to the implementation). The outcome is ``"equal"``, ``"differ"`` (the first differing
 device, leaf, index and both terms) or ``"unsupported"`` (why symbolic execution stopped).
 
-``with_proof`` upgrades a sampled CORRECT verdict of an exact contract: equal -> ``proof`` is
+``with_proof`` upgrades a sampled CORRECT verdict: equal -> ``proof`` is
 ``"all-inputs"``; unsupported -> ``"sampled"`` with a note naming the construct; differ ->
 inputs that separate the terms (distinct random values per variable) are run through the
 ordinary checks: UNSOUND with that witness; else, under ``mode="symbolic"``, FAILED_TO_PROVE
 naming the difference, and under ``"auto"`` the sampled CORRECT with a note naming it (the
 normal form knows only IEEE-exact commutativity, so an algebraic rewrite such as
-``compare(p, true) -> p`` differs in its terms without differing in any value).
+``compare(p, true) -> p`` differs in its terms without differing in any value). Under a
+refinement or tolerance contract only equal terms prove anything (equal values satisfy
+every contract); different terms leave the sampled verdict, with a note.
 """
 
 from __future__ import annotations
@@ -138,15 +140,16 @@ def with_proof(source: HloModule, target: HloModule, verdict: TopologyVerdict, *
             verdict.proof = "sampled"
         return verdict
     topology = verdict.topology
-    if not exact:
-        verdict.proof = "sampled"
-        verdict.notes.append(f"no proof for all inputs on topology {topology}: the contract "
-                             "allows differences, the symbolic proof compares exactly")
-        return verdict
     proof = prove(source, target, topology, timeout=timeout)
     verdict.proof_terms = proof.terms
-    if proof.outcome == "equal":
+    if proof.outcome == "equal":  # equal everywhere satisfies every contract
         verdict.proof = "all-inputs"
+        return verdict
+    if not exact:
+        verdict.proof = "sampled"
+        verdict.notes.append(f"no proof for all inputs on topology {topology}: the terms "
+                             "differ, and the contract allows some differences, which the "
+                             "symbolic proof (term equality) cannot judge")
         return verdict
     if proof.outcome == "unsupported":
         if mode == "symbolic":
