@@ -21,23 +21,42 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import traceback
 from typing import Callable, Mapping, Sequence
 
-import interpreter.commands
-import neuron_sim.check_command
-import passes.commands
-import verify.commands
-import verify.fuzz.commands
-import verify.schedule.commands
-import verify.sweep.commands
-import verify.symbolic.commands
+
+def _interrupted_while_starting(signum: int, frame: object) -> None:
+    """Ctrl-C while the commands are still being imported: nothing has run or been written
+    yet, so end at once with the command's one line and code 130 (not an import traceback)."""
+    sys.stderr.write("neuron-sim: interrupted\n")
+    sys.stderr.flush()
+    os._exit(130)
+
+
+_STARTING = threading.current_thread() is threading.main_thread()
+_PREVIOUS_HANDLER = signal.signal(signal.SIGINT, _interrupted_while_starting) \
+    if _STARTING else None
+
+import interpreter.commands  # noqa: E402 - after the start-up handler, on purpose
+import neuron_sim.check_command  # noqa: E402
+import passes.commands  # noqa: E402
+import verify.commands  # noqa: E402
+import verify.fuzz.commands  # noqa: E402
+import verify.schedule.commands  # noqa: E402
+import verify.sweep.commands  # noqa: E402
+import verify.symbolic.commands  # noqa: E402
 from neuron_sim import __version__
 from neuron_sim.commands import (EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError,
                                  error_message, is_user_error)
 from neuron_sim.interrupts import watch_interrupts
 from neuron_sim.outputs import discard_pending_writes
+
+if _STARTING:  # a handler installed outside Python reads as None: put Python's back then
+    signal.signal(signal.SIGINT, _PREVIOUS_HANDLER if _PREVIOUS_HANDLER is not None
+                  else signal.default_int_handler)
 
 # The packages' subcommands, in help order.
 COMMAND_MODULES = (neuron_sim.check_command, interpreter.commands, passes.commands,

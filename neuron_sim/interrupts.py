@@ -22,12 +22,14 @@ files of writes in progress and ends the process with the command's sentence and
 
 from __future__ import annotations
 
+import contextlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
 import os
 import signal
 import sys
 import threading
-
-import contextlib
 from typing import Iterator
 
 from neuron_sim.commands import EXIT_INTERRUPTED, EXIT_PROBLEM
@@ -64,12 +66,42 @@ def watch_interrupts(*, grace: float = DEFAULT_GRACE) -> None:
 
 
 def _quiet_z3() -> None:
-    """z3 leaves SIGINT to Python (the watcher interrupts its checks instead)."""
-    try:
-        import z3
-    except ImportError:
-        return
-    z3.set_param("ctrl_c", False)
+    """z3 leaves SIGINT to Python (the watcher interrupts its checks instead) — now if it is
+    loaded, else as soon as something imports it: z3 costs a tenth of a second to import, and
+    most commands never use it."""
+    if "z3" in sys.modules:
+        _set_z3_quiet(sys.modules["z3"])
+    elif not any(isinstance(finder, _Z3Loaded) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _Z3Loaded())
+
+
+def _set_z3_quiet(module: object) -> None:
+    set_param = getattr(module, "set_param", None)
+    if set_param is not None:
+        set_param("ctrl_c", False)
+
+
+class _Z3Loaded(importlib.abc.MetaPathFinder):
+    """An import hook that runs ``_set_z3_quiet`` right after the ``z3`` package is loaded
+    (it finds nothing itself: the real finders load z3, this one wraps their loader)."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None
+                  ) -> importlib.machinery.ModuleSpec | None:
+        if name != "z3":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        original = loader.exec_module
+
+        def exec_module(module: object) -> None:
+            original(module)
+            _set_z3_quiet(module)
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
 
 
 def _interrupt_z3() -> None:

@@ -421,3 +421,19 @@ def test_a_command_writes_only_the_files_named(work, name):
     after = snapshot(work)
     assert set(after) - set(before) == named
     assert {key: after[key] for key in before} == before
+
+
+@needs_proc
+def test_ctrl_c_while_the_commands_are_imported_is_the_one_line_and_130(work):
+    """SIGINT as soon as the process has used 0.35 CPU seconds — Python and numpy are loaded,
+    the command modules are still being imported (about 0.8 s here): not an import traceback
+    but the command's interrupted line and exit code 130, and nothing written."""
+    (work / "endless.hlo").write_text(ENDLESS)
+    before = snapshot(work)
+    process = start("verify", "endless.hlo", "endless.hlo", "--out", "cex", cwd=work)
+    elapsed = interrupt_when_busy(process, 0.35)
+    out, err = process.communicate()
+    assert process.returncode == 130, err
+    assert elapsed < 1.0
+    assert err.strip().splitlines() == ["neuron-sim: interrupted"]
+    assert snapshot(work) == before
