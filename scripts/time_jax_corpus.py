@@ -6,7 +6,7 @@ size), this compiles each program as scripts/make_jax_corpus.py does (same cases
 executable (``execute_s``, outputs ready) and of a whole fresh JAX process that imports JAX,
 compiles and runs that one program (``job_s``). ``scripts/bench.py --only xla`` reads the file.
 
-    /tmp/jaxenv/bin/python scripts/time_jax_corpus.py [--repeat 20] [--jobs 3]
+    python scripts/time_jax_corpus.py [--repeat 20] [--jobs 3]   # with jax installed
 
 Needs an environment with ``jax`` (never a dependency of neuron-sim).
 """
