@@ -138,12 +138,9 @@ def fold_arg_reduce(values: np.ndarray, indices: np.ndarray, init_value: np.ndar
         equal = values == np.expand_dims(extreme, axis)
         init_equal = init_value == extreme
 
-    def at(array: np.ndarray, position: np.ndarray) -> np.ndarray:
-        return np.take_along_axis(array, np.expand_dims(position, axis), axis).squeeze(axis)
-
     if increasing:
         first_equal = np.argmax(equal, axis=axis)
-        index = np.where(at(equal, first_equal), at(indices, first_equal),
+        index = np.where(_take(equal, first_equal, axis), _take(indices, first_equal, axis),
                          np.iinfo(indices.dtype).max)
     else:
         index = np.where(equal, indices, np.iinfo(indices.dtype).max).min(axis=axis)
@@ -151,14 +148,15 @@ def fold_arg_reduce(values: np.ndarray, indices: np.ndarray, init_value: np.ndar
     value = extreme.astype(values.dtype, copy=True)
     if reducer.nan_first and (extreme == 0).any():
         last = size - 1 - np.argmax(np.flip(equal, axis), axis=axis)
-        value = np.where(at(equal, last) & (extreme == 0), at(values, last), value)
+        value = np.where(_take(equal, last, axis) & (extreme == 0), _take(values, last, axis),
+                         value)
     if reducer.nan_first:
         init_nan = np.isnan(init_value)
         row_nan = np.isnan(extreme) & ~init_nan
         if row_nan.any():
             first = np.argmax(np.isnan(values), axis=axis)
-            value = np.where(row_nan, at(values, first), value)
-            index = np.where(row_nan, at(indices, first), index)
+            value = np.where(row_nan, _take(values, first, axis), value)
+            index = np.where(row_nan, _take(indices, first, axis), index)
         value = np.where(init_nan, init_value, value)
         index = np.where(init_nan, init_index, index)
     return value, index
@@ -230,9 +228,9 @@ def reduce(ctx, *arrays):
     reducer = _ARG_REDUCERS.get(ctx.attr("to_apply")) if count == 2 else None
     if reducer is not None and len(dims) == 1:
         (dim,) = dims
-        return list(fold_arg_reduce(
-            xs[0], xs[1], inits[0].reshape(inits[0].shape[0], *([1] * (rank - 1))),
-            inits[1].reshape(inits[1].shape[0], *([1] * (rank - 1))), reducer, axis=1 + dim, increasing=increases_along(ctx.inst.operand(1), dim)))
+        value, index = (init.reshape(init.shape[0], *([1] * (rank - 1))) for init in inits)
+        return list(fold_arg_reduce(xs[0], xs[1], value, index, reducer, axis=1 + dim,
+                                    increasing=increases_along(ctx.inst.operand(1), dim)))
     kept = [d for d in range(rank) if d not in dims]
     kept_sizes = [xs[0].shape[1 + d] for d in kept]
     reduced = int(np.prod([xs[0].shape[1 + d] for d in dims], dtype=np.int64))
