@@ -55,8 +55,7 @@ import interpreter
 from neuron_sim.hlo.ir import HloInstruction, HloModule
 from neuron_sim.outputs import atomic_write_text
 from neuron_sim.topology import Topology, group_mode
-from passes import HloPass
-from passes import PassContext
+from passes import HloPass, PassContext
 from verify.api import apply_passes, check_modules, check_pass, pass_list
 from verify.checks import PASS_FAILED, TARGET_MALFORMED, malformed
 from verify.fuzz.generator import StopDrawing, draw_modules, fuzz_modules
@@ -73,8 +72,8 @@ MINIMIZE_PER_KIND = 1
 # seconds, so the same seed minimizes the same failures on every run and machine.
 MINIMIZE_FIRST = 8
 MODULES_PER_MINIMIZE = 12
-CRASH_PREFIX = 40
-CRASH_RUN_SECONDS = 5.0  # a candidate crash's source must run within this  # characters of a crash's message that must stay the same while minimizing
+CRASH_PREFIX = 40  # characters of a crash's message that must stay the same while minimizing
+CRASH_RUN_SECONDS = 5.0  # a candidate crash's source must run within this
 
 
 def classify(result: VerificationResult) -> str:
