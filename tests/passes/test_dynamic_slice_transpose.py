@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 
 import interpreter
-from neuron_sim.hlo import Opcode, parse_module_file
+from neuron_sim.hlo import Opcode
 from neuron_sim.hlo.builder import ModuleBuilder
 from neuron_sim.topology import Topology
 from passes import get_pass
 from verify import Status, check_pass
 
-from pass_fixtures import JAX_CORPUS
+from pass_fixtures import jax_corpus_case
 
 KEY = "aws_neuron_dynamic_slice_transpose"
 
@@ -90,17 +90,8 @@ def test_a_dynamic_slice_of_anything_but_a_transpose_is_left_alone():
     assert module.to_text() == before
 
 
-def corpus(name):
-    module = parse_module_file(str(JAX_CORPUS / f"{name}.hlo"))
-    with np.load(JAX_CORPUS / f"{name}.npz") as data:
-        args = [data[f"arg{i}"] for i in range(len(module.entry.parameters))]
-        outs = [data[k] for k in sorted((k for k in data.files if k.startswith("out")),
-                                        key=lambda k: int(k[3:]))]
-    return module, args, outs
-
-
 def test_the_lowered_jax_module_fires_and_matches_jax():
-    module, args, outs = corpus("lowered_dst_transpose_dynamic_slice")
+    module, args, outs = jax_corpus_case("lowered_dst_transpose_dynamic_slice")
     rewrite = get_pass(KEY)
     assert rewrite.run(module) is True and len(rewrite.rewrites) == 3
     got = interpreter.run(module, args, Topology())
@@ -111,13 +102,13 @@ def test_the_lowered_jax_module_fires_and_matches_jax():
 def test_the_compiled_jax_module_has_no_transposed_slice_left():
     # XLA already slices first: transpose(dynamic-slice) inside loop fusions, which the
     # OpExpanderPass walk does not visit (and whose shape is not this pass's pattern).
-    module, _, _ = corpus("compiled_dst_transpose_dynamic_slice")
+    module, _, _ = jax_corpus_case("compiled_dst_transpose_dynamic_slice")
     assert get_pass(KEY).run(module) is False
 
 
 @pytest.mark.parametrize("name", ["lowered_dst_transpose_dynamic_slice",
                                   "compiled_dst_transpose_dynamic_slice"])
 def test_verify_is_correct_on_one_and_multi_device_topologies(name):
-    module, _, _ = corpus(name)
+    module, _, _ = jax_corpus_case(name)
     result = check_pass(module, KEY, ["1x1", "1x4", "2x2"], minimize=False)
     assert result.status is Status.CORRECT, result.error_line

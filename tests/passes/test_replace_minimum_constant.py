@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 
 import interpreter
-from neuron_sim.hlo import Opcode, parse_module_file
+from neuron_sim.hlo import Opcode
 from neuron_sim.hlo.builder import ModuleBuilder
 from neuron_sim.topology import Topology
 from passes import INFINITY_TO_FINITE, get_pass
 from verify import Status, check_modules, check_pass
 
-from pass_fixtures import JAX_CORPUS
+from pass_fixtures import jax_corpus_case
 
 KEY = "aws_neuron_replace_minimum_constant"
 LOWEST = np.finfo(np.float32).min
@@ -101,18 +101,9 @@ def test_a_sentinel_shared_with_a_reduce_init_keeps_minus_inf_for_the_reduce():
     assert np.asarray(fill.literal.value) == LOWEST
 
 
-def corpus(name):
-    module = parse_module_file(str(JAX_CORPUS / f"{name}.hlo"))
-    with np.load(JAX_CORPUS / f"{name}.npz") as data:
-        args = [data[f"arg{i}"] for i in range(len(module.entry.parameters))]
-        outs = [data[k] for k in sorted((k for k in data.files if k.startswith("out")),
-                                        key=lambda k: int(k[3:]))]
-    return module, args, outs
-
-
 @pytest.mark.parametrize("kind", ["lowered", "compiled"])
 def test_masked_max_and_softmax_change_only_on_the_fully_masked_row(kind):
-    module, args, (jax_max, jax_softmax) = corpus(f"{kind}_rmc_where_max_softmax")
+    module, args, (jax_max, jax_softmax) = jax_corpus_case(f"{kind}_rmc_where_max_softmax")
     src_max, src_softmax = interpreter.run(module, args, Topology())
     rewrite = get_pass(KEY)
     assert rewrite.run(module) is True
@@ -130,7 +121,7 @@ def test_masked_max_and_softmax_change_only_on_the_fully_masked_row(kind):
 
 
 def test_the_lowered_where_passes_its_minus_inf_through_a_call_parameter():
-    module, _, _ = corpus("lowered_rmc_where_max_softmax")
+    module, _, _ = jax_corpus_case("lowered_rmc_where_max_softmax")
     rewrite = get_pass(KEY)
     rewrite.run(module)
     assert rewrite.rewrites == ["%Arg_2.1 -> %constant (parameter bound to constant(-inf) at "
@@ -143,7 +134,7 @@ def test_the_lowered_where_passes_its_minus_inf_through_a_call_parameter():
 @pytest.mark.parametrize("name", ["rmc_clamp_minimum", "rmc_dus_neg_inf_buffer"])
 @pytest.mark.parametrize("kind", ["lowered", "compiled"])
 def test_clamp_minimum_and_dus_fixtures_stay_within_the_contract_of_jax(kind, name):
-    module, args, outs = corpus(f"{kind}_{name}")
+    module, args, outs = jax_corpus_case(f"{kind}_{name}")
     assert get_pass(KEY).run(module) is True
     got = interpreter.run(module, args, Topology())
     changed = 0
@@ -161,7 +152,7 @@ def test_clamp_minimum_and_dus_fixtures_stay_within_the_contract_of_jax(kind, na
                                   "rmc_dus_neg_inf_buffer"])
 @pytest.mark.parametrize("kind", ["lowered", "compiled"])
 def test_verify_is_correct_under_the_refinement_on_three_topologies(kind, name):
-    module, _, _ = corpus(f"{kind}_{name}")
+    module, _, _ = jax_corpus_case(f"{kind}_{name}")
     result = check_pass(module, KEY, ["1x1", "1x4", "2x2"], minimize=False)
     assert result.status is Status.CORRECT, result.error_line
 
