@@ -31,22 +31,16 @@ from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
 from neuron_sim.hlo.opcodes import Opcode
 from passes.base import HloPass, SeedStatus
 from passes.context import PassContext
+from passes.neuron.inline_weights import program_shape_text
 
 SEED = "hlo-misc-cleanup-sweep.txt § Abstract (reshape the entry tuple), §1 (#14–#16, #54, #59)"
-
-
-def entry_layout_text(module: HloModule) -> str:
-    """``{(f32[4]{0}, s32[])->(f32[4]{0})}``: the entry's signature as XLA prints the header's
-    ``entry_computation_layout``."""
-    params = ", ".join(str(p.shape) for p in module.entry.parameters)
-    return "{(" + params + ")->" + str(module.entry.root.shape) + "}"
 
 
 def rederive_entry_layout(module: HloModule) -> None:
     """Rewrite the header's ``entry_computation_layout`` from the entry's signature (XLA:
     ``set_entry_computation_layout(ComputeProgramShape())``); a header without one stays so."""
     if "entry_computation_layout" in module.header:
-        module.header["entry_computation_layout"] = Raw(entry_layout_text(module))
+        module.header["entry_computation_layout"] = Raw(program_shape_text(module.entry))
 
 
 def leaf_values(comp: HloComputation, value: HloInstruction) -> list[HloInstruction]:
