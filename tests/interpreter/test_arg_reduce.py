@@ -61,9 +61,8 @@ def test_vectorised_fold_equals_sequential_fold(direction, dims, out, seed):
 
 
 IOTA = TEXT.replace("  i = s32[5,6] parameter(1)\n", "  i = s32[5,6] iota(), iota_dimension={dim}\n") \
-    .replace("reduce(x, i, v0, i0)", "reduce(x, i, v0, i0)").replace(
-        "  v0 = f32[] parameter(2)\n  i0 = s32[] parameter(3)\n",
-        "  v0 = f32[] parameter(1)\n  i0 = s32[] parameter(2)\n")
+    .replace("  v0 = f32[] parameter(2)\n  i0 = s32[] parameter(3)\n",
+             "  v0 = f32[] parameter(1)\n  i0 = s32[] parameter(2)\n")
 
 
 @pytest.mark.parametrize("direction", ["GT", "LT"])

@@ -40,7 +40,7 @@ def test_direct_ufuncs_are_bit_identical_to_the_op_table(opcode):
         spelling = {np.float32: "f32", np.float64: "f64"}.get(dtype.type) or \
             f"{'s' if dtype.kind == 'i' else 'u'}{dtype.itemsize * 8}"
         args = ", ".join(f"{spelling}[64] a{i}" for i in range(ufunc.nin))
-        text = (f"HloModule m\nENTRY main {{\n" +
+        text = ("HloModule m\nENTRY main {\n" +
                 "".join(f"  a{i} = {spelling}[64] parameter({i})\n" for i in range(ufunc.nin)) +
                 f"  ROOT r = {spelling}[64] {opcode.spelling}({args})\n}}\n")
         module = parse_module(text)
