@@ -82,7 +82,7 @@ def test_contiguous_groups_with_remainder_are_sound_and_the_seed_misses_them():
     assert result.passes[PROVEN].outcome == "fired_sound"
 
 
-def test_seed_emitter_changes_a_cross_replica_group_mode():
+def test_the_proven_fold_keeps_a_cross_replica_group_mode():
     """2x2 CrossReplica, one group {0,1}, offset replica-id * 2: each device (r, p) is at
     position r of the replica group {(0,p),(1,p)} and reads rows 2r: the fold is sound. The
     proven fold keeps the all-reduce's mode (no channel_id) and folds it soundly."""
