@@ -51,6 +51,9 @@ def test_strided_slice_and_a_bare_constant_fold():
     assert folded(module).tolist() == [9, 0, -2**31, -2**31]
     module = module_of(f"t = {TABLE}", "c = f16[8] convert(t)")
     assert run(KEY, module)[0]
+    # f16's largest finite value is 65504: +-3e9 overflow to +-inf; the rest are exact in f16.
+    assert np.array_equal(folded(module).astype(np.float64),
+                          [9, -2.5, np.nan, np.inf, -np.inf, np.inf, -np.inf, 1.5], equal_nan=True)
 
 
 def test_folding_verifies_on_three_topologies():
