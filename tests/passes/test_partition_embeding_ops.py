@@ -61,12 +61,18 @@ def test_the_lookup_becomes_a_masked_shard_gather_and_a_sum_matching_jax(topolog
 
 
 def test_out_of_range_ids_clamp_as_the_gather_did():
+    """By hand: the fixture adds 16 to a negative id, then the gather clamps the row to
+    [0, 15]: -5 -> 11, 16 -> 15, 2**31-1 -> 15, -2**31 (+16, still negative) -> 0, 3 -> 3,
+    15 -> 15. Row r of the table is [-7, -6.5, -6] + 1.5 r (every row used here)."""
     source = load()
     target = source.clone()
-    get_pass(KEY, topology=Topology(1, 4)).run(target)
+    assert get_pass(KEY, topology=Topology(1, 4)).run(target) is True
     ids = np.array([-5, 16, 2**31 - 1, -2**31, 3, 15], np.int32)
+    rows = np.array([11, 15, 15, 0, 3, 15])
+    by_hand = np.array([-7, -6.5, -6], np.float32) + 1.5 * rows[:, None]
     want = interpreter.run(source, [ids], Topology(1, 4))[0]
     got = interpreter.run(target, [ids], Topology(1, 4))[0]
+    np.testing.assert_array_equal(want, np.broadcast_to(by_hand, want.shape))
     np.testing.assert_array_equal(got, want)
 
 
