@@ -76,7 +76,6 @@ def _float_to_int(x: np.ndarray, target: ElementType) -> np.ndarray:
     result = middle.astype(work)
     result = np.where(too_high, np.array(high).astype(work), result)
     result = np.where(too_low, np.array(low).astype(work), result)
-    result = np.where(nan, 0, result).astype(work)
     if target.bits < 8:
         return wrap_int(result, dtype)
     return result.astype(dtype)
