@@ -160,10 +160,6 @@ def ratios(measured: list[float], reference: list[float]) -> list[float]:
     return [m / r for m, r in zip(measured, reference)]
 
 
-def best_of(fn: Callable[[], Any], repeat: int, number: int = 1) -> float:
-    return min(seconds(fn, number) for _ in range(repeat))
-
-
 # --------------------------------------------------------------------------------------------
 # 1. verify, in process.
 
@@ -767,41 +763,6 @@ def reading(text: str, name: str) -> dict:
 
 def largest_corpus_file() -> Path:
     return max(DATA.rglob("*.hlo"), key=lambda p: p.stat().st_size)
-
-
-FOLD = """
-HloModule bench_fold, num_partitions={devices}
-
-%sum (a: f32[], b: f32[]) -> f32[] {{
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %add = f32[] add(%a, %b)
-}}
-
-ENTRY %main (x: f32[1024]) -> f32[{shard}] {{
-  %x = f32[1024]{{0}} parameter(0)
-  %all-reduce = f32[1024]{{0}} all-reduce(%x), channel_id=1, replica_groups=[1,{devices}]<=[{devices}], use_global_device_ids=true, to_apply=%sum
-  %partition-id = u32[] partition-id()
-  %size = u32[] constant({shard})
-  %offset = u32[] multiply(%partition-id, %size)
-  ROOT %dynamic-slice = f32[{shard}]{{0}} dynamic-slice(%all-reduce, %offset), dynamic_slice_sizes={{{shard}}}
-}}
-"""
-
-
-def fold_proof(devices: int = 512) -> dict:
-    """The all-reduce + dynamic-slice -> reduce-scatter fold over f32[1024] per device, proved
-    for all inputs on ``devices`` devices (verify/proof.py): seconds and term-table size."""
-    from neuron_sim.topology import Topology
-    from passes import get_pass
-    from verify.api import apply_passes
-    from verify.proof import prove
-
-    source = parse_module(FOLD.format(devices=devices, shard=1024 // devices))
-    target, changed, _ = apply_passes(source, [get_pass("aws_neuron_rewrite_all_reduce_dynamic_slice")])
-    proof = prove(source, target, Topology(1, devices))
-    return {"devices": devices, "changed": changed, "outcome": proof.outcome,
-            "seconds": proof.seconds, "terms": proof.terms, "target_seconds": 10.0}
 
 
 def bench_reading(rounds: int, text_mb: float = 50.0) -> list[dict]:
