@@ -75,7 +75,7 @@ def fold_last_axis(xs: Sequence[np.ndarray], inits: Sequence[np.ndarray],
         fast = _fold_binary(xs[0], inits[0], opcode)
         if fast is not None:
             return [fast]
-    arg_reducer = recognise_arg_reducer(computation) if len(xs) == 2 else None
+    arg_reducer = _ARG_REDUCERS.get(computation) if len(xs) == 2 else None
     if arg_reducer is not None:
         return list(fold_arg_reduce(xs[0], xs[1], inits[0], inits[1], arg_reducer))
     combine = ctx.elementwise(computation)
