@@ -55,10 +55,10 @@ def pipeline_entries(name: str, skip: Iterable[str] = ()) -> list[tuple[int, str
         raise UserError(f"unknown pipeline {name!r}; pipelines are: {', '.join(PIPELINES)}")
     entries = list(PIPELINES[name])
     keys = {key for _, key in entries}
-    for key in skip:
-        if key not in keys:
-            raise UserError(f"--skip {key}: pipeline {name} has no pass {key!r}")
     skipped = set(skip)
+    unknown = sorted(skipped - keys)
+    if unknown:
+        raise UserError(f"--skip {unknown[0]}: pipeline {name} has no pass {unknown[0]!r}")
     return [(number, key) for number, key in entries if key not in skipped]
 
 

@@ -21,6 +21,8 @@ def test_the_closer_is_in_registration_order_and_complete():
 def test_skip_leaves_a_pass_out_and_an_unknown_one_is_refused():
     keys = [k for _, k in pipeline_entries("neuron-closer", ["aws_neuron_inject_numerical_errors"])]
     assert "aws_neuron_inject_numerical_errors" not in keys
+    once = iter(["aws_neuron_inject_numerical_errors"])
+    assert [k for _, k in pipeline_entries("neuron-closer", once)] == keys
     with pytest.raises(UserError):
         pipeline_entries("neuron-closer", ["dce"])
     with pytest.raises(UserError):
