@@ -54,7 +54,7 @@ def test_the_slice_moves_under_the_transpose_with_permuted_starts_and_sizes():
 def test_the_permuted_clamp_equals_the_original_on_out_of_range_starts():
     source = transposed_slice_module()
     target = source.clone()
-    get_pass(KEY).run(target)
+    assert get_pass(KEY).run(target) is True
     # t = f32[5,3,4], sizes (2,2,3): valid starts are [0,3] x [0,1] x [0,1]; go beyond both ends
     combos = np.array(list(itertools.product(range(-3, 8), range(-2, 5), range(-2, 5))),
                       np.int32)
