@@ -29,12 +29,12 @@ from neuron_sim.hlo.opcodes import Opcode
 from passes.base import OpExpanderPass, SeedStatus
 from passes.neuron.constant_folding import splat
 
+# direction -> compare(x, x) where x equals itself (integers, the total order)
+REFLEXIVE = {"EQ": True, "GE": True, "LE": True, "NE": False, "GT": False, "LT": False}
+
 # (how the operands are compared, direction) -> the value of compare(x, x) for every x.
 DECIDED: dict[tuple[str, str], bool] = {
-    **{("integer", d): v for d, v in (("EQ", True), ("GE", True), ("LE", True),
-                                      ("NE", False), ("GT", False), ("LT", False))},
-    **{("totalorder", d): v for d, v in (("EQ", True), ("GE", True), ("LE", True),
-                                         ("NE", False), ("GT", False), ("LT", False))},
+    **{(kind, d): v for kind in ("integer", "totalorder") for d, v in REFLEXIVE.items()},
     ("ieee", "GT"): False,
     ("ieee", "LT"): False,
 }
