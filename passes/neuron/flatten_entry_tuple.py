@@ -25,22 +25,14 @@ name nested positions, and renumbering them is not implemented.
 
 from __future__ import annotations
 
-from neuron_sim.hlo.attributes import Raw
 from neuron_sim.hlo.builder import make_instruction
 from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
 from neuron_sim.hlo.opcodes import Opcode
 from passes.base import HloPass, SeedStatus
 from passes.context import PassContext
-from passes.neuron.inline_weights import program_shape_text
+from passes.neuron.pattern_helpers import rederive_entry_layout
 
 SEED = "hlo-misc-cleanup-sweep.txt § Abstract (reshape the entry tuple), §1 (#14–#16, #54, #59)"
-
-
-def rederive_entry_layout(module: HloModule) -> None:
-    """Rewrite the header's ``entry_computation_layout`` from the entry's signature (XLA:
-    ``set_entry_computation_layout(ComputeProgramShape())``); a header without one stays so."""
-    if "entry_computation_layout" in module.header:
-        module.header["entry_computation_layout"] = Raw(program_shape_text(module.entry))
 
 
 def leaf_values(comp: HloComputation, value: HloInstruction) -> list[HloInstruction]:

@@ -49,14 +49,14 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from neuron_sim.errors import UserError
-from neuron_sim.hlo.attributes import Raw
-from neuron_sim.hlo.builder import make_instruction, with_layouts
+from neuron_sim.hlo.builder import make_instruction
 from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
 from neuron_sim.hlo.literals import Literal
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import ArrayShape, Shape
 from passes.base import HloPass, SeedStatus, SourceBinding
 from passes.context import PassContext
+from passes.neuron.pattern_helpers import rederive_entry_layout
 from passes.options import PassOption
 
 SEED = "hlo-misc-cleanup-sweep.txt §3.1 InlineWeights"
@@ -232,12 +232,6 @@ def remove_parameter(computation: HloComputation, number: int) -> None:
             param.parameter_number -= 1
 
 
-def program_shape_text(computation: HloComputation) -> str:
-    """``{(f32[4]{0}, ...)->f32[2]{0}}``: the computation's layout as XLA's header prints it."""
-    params = ", ".join(str(with_layouts(p.shape)) for p in computation.parameters)
-    return "{(" + params + ")->" + str(with_layouts(computation.root.shape)) + "}"
-
-
 def with_parameters_inserted(module: HloModule, shapes: Mapping[int, Shape]) -> HloModule:
     """A clone of ``module`` whose entry has unused parameters of ``shapes`` at those numbers,
     the others renumbered around them (the final numbering is 0..n-1)."""
@@ -252,8 +246,7 @@ def with_parameters_inserted(module: HloModule, shapes: Mapping[int, Shape]) -> 
         param = make_instruction(entry, Opcode.PARAMETER, shape=shape, name=f"bound.{number}",
                                  parameter_number=number)
         entry.add_before(param, anchor)
-    if "entry_computation_layout" in clone.header:
-        clone.header["entry_computation_layout"] = Raw(program_shape_text(entry))
+    rederive_entry_layout(clone)
     return clone
 
 
@@ -309,8 +302,7 @@ class InlineWeights(HloPass):
             remove_parameter(entry, number)
             self.record(f"parameter {number} %{param.name} -> %{constant.name} "
                         f"(constant {param.shape.without_layout()})")
-        if "entry_computation_layout" in module.header:
-            module.header["entry_computation_layout"] = Raw(program_shape_text(entry))
+        rederive_entry_layout(module)
         self.inlined = arrays
         return True
 

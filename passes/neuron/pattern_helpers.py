@@ -11,7 +11,9 @@ import logging
 
 import numpy as np
 
-from neuron_sim.hlo.ir import HloInstruction
+from neuron_sim.hlo.attributes import Raw
+from neuron_sim.hlo.builder import with_layouts
+from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
 from neuron_sim.hlo.literals import LiteralError
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import ArrayShape
@@ -106,3 +108,17 @@ def reject(log: logging.Logger, inst: HloInstruction, check: int, reason: str) -
     """Log ``reason`` at debug level (naming the instruction) and return the rejection."""
     log.debug("%s [%%%s]", reason, inst.name)
     return MatchResult(check, reason)
+
+
+def program_shape_text(computation: HloComputation) -> str:
+    """``{(f32[4]{0}, ...)->f32[2]{0}}``: the computation's layout as XLA's header prints it."""
+    params = ", ".join(str(with_layouts(p.shape)) for p in computation.parameters)
+    return "{(" + params + ")->" + str(with_layouts(computation.root.shape)) + "}"
+
+
+def rederive_entry_layout(module: HloModule) -> None:
+    """Rewrite the header's ``entry_computation_layout`` from the entry's signature (XLA:
+    ``set_entry_computation_layout(ComputeProgramShape())``) after a pass changed it; a header
+    without one stays so."""
+    if "entry_computation_layout" in module.header:
+        module.header["entry_computation_layout"] = Raw(program_shape_text(module.entry))

@@ -40,7 +40,6 @@ from typing import Any
 
 import numpy as np
 
-from neuron_sim.hlo.attributes import Raw
 from neuron_sim.hlo.builder import make_instruction
 from neuron_sim.hlo.ir import HloInstruction, HloModule
 from neuron_sim.hlo.literals import Literal
@@ -49,7 +48,8 @@ from neuron_sim.hlo.shapes import ArrayShape, TupleShape
 from passes.base import OpExpanderPass, SeedStatus, SourceBinding
 from passes.context import PassContext
 from passes.contracts import Refinement
-from passes.neuron.inline_weights import program_shape_text, with_parameters_inserted
+from passes.neuron.inline_weights import with_parameters_inserted
+from passes.neuron.pattern_helpers import rederive_entry_layout
 from passes.options import PassOption
 
 SEED = "hlo-misc-cleanup-sweep.txt §3.2 ReplaceRng"
@@ -215,7 +215,6 @@ class ReplaceRng(OpExpanderPass):
             entry.replace_instruction(rng, param)
             fixed[number] = arrays[0]
             shapes[number] = rng.shape
-        if "entry_computation_layout" in bound.header:
-            bound.header["entry_computation_layout"] = Raw(program_shape_text(entry))
+        rederive_entry_layout(bound)
         return SourceBinding(bound, with_parameters_inserted(target, shapes), fixed,
                              "; ".join(problems) or None)
