@@ -14,9 +14,10 @@ spelled here once, so every command reads the same flags the same way and fails 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from neuron_sim.errors import UsageError, UserError
 from neuron_sim.hlo import HloModule, parse_module_file
@@ -206,3 +207,27 @@ def error_message(exc: BaseException) -> str:
     if isinstance(exc, UnicodeDecodeError):
         return f"input is not UTF-8 text: {exc.reason}"
     return str(exc) or type(exc).__name__
+
+
+# --------------------------------------------------------------------------------------------
+# Progress.
+
+
+@contextlib.contextmanager
+def terminal_progress(columns: Callable[[Any], tuple], *, total: float | None = None,
+                      description: str = "") -> Iterator[Callable[..., None] | None]:
+    """A rich progress display on stderr, yielding ``update(**fields)`` (rich's
+    ``Progress.update`` of its one task: ``completed``, ``description``, ``advance``); None when
+    stderr is not a terminal, so that piped and captured output stay as they are.
+    ``columns(rich.progress)`` gives the display's columns (rich is imported only on a
+    terminal)."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich import progress as rich_progress
+    from rich.console import Console
+
+    with rich_progress.Progress(*columns(rich_progress), console=Console(stderr=True),
+                                transient=True) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda **fields: bar.update(task, **fields)

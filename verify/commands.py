@@ -24,7 +24,7 @@ from interpreter.memory import default_memory_limit
 from neuron_sim.commands import (UsageError, add_command, add_json_argument,
                                  add_max_memory_argument, add_seed_argument,
                                  add_timeout_argument, add_topologies_argument, load_module,
-                                 print_json, topologies_from_args)
+                                 print_json, terminal_progress, topologies_from_args)
 from neuron_sim.hlo.ir import HloModule
 from neuron_sim.io import fit_arguments, read_inputs
 from neuron_sim.outputs import check_output_directory
@@ -92,26 +92,24 @@ def _verify(args: argparse.Namespace) -> int:
 
 @contextlib.contextmanager
 def _progress(runner: Runner, name: str) -> Iterator[Runner]:
-    """``runner``, showing each execution on a rich status line on stderr while it runs (only
+    """``runner``, showing each execution on a status line on stderr while it runs (only
     when stderr is a terminal: piped and captured output stay as they are)."""
-    if not sys.stderr.isatty():
-        yield runner
-        return
-    from rich.console import Console
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
-        task = progress.add_task(f"{name}: starting", total=None)
+    with terminal_progress(lambda rp: (rp.SpinnerColumn(), rp.TextColumn("{task.description}"),
+                                       rp.TimeElapsedColumn()),
+                           description=f"{name}: starting") as update:
+        if update is None:
+            yield runner
+            return
+        executions = [0]
 
         def shown(module: HloModule, inputs: list, topology: Topology, seed: int) -> list:
-            done = progress.tasks[task].completed
-            progress.update(task, description=f"{name}: execution {int(done) + 1} "
-                                              f"({module.name} on topology {topology})")
+            executions[0] += 1
+            update(description=f"{name}: execution {executions[0]} ({module.name} on "
+                               f"topology {topology})")
             try:
                 return runner(module, inputs, topology, seed)
             finally:
-                progress.advance(task)
+                update(advance=1)
 
         yield shown
 

@@ -13,11 +13,11 @@ import argparse
 import contextlib
 import json
 import re
-import sys
+import time
 from typing import Iterator
 
 from neuron_sim.commands import (EXIT_OK, EXIT_PROBLEM, UsageError, add_command,
-                                 add_seed_argument)
+                                 add_seed_argument, terminal_progress)
 
 DEFAULT_EXAMPLES = 200
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*(s|m|h)?\s*$")
@@ -97,26 +97,20 @@ def run_fuzz(args: argparse.Namespace) -> int:
 
 @contextlib.contextmanager
 def _progress(examples: int | None, seconds: float | None) -> Iterator:
-    """A rich progress bar on stderr, only when it is a terminal; by modules with
-    ``--examples``, by elapsed time with ``--time``."""
-    if not sys.stderr.isatty():
-        yield None
-        return
-    import time
-
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    columns = (TextColumn("fuzz"), BarColumn(), TimeElapsedColumn(),
-               TextColumn("{task.description}"))
+    """A progress bar on stderr (a terminal only): by modules with ``--examples``, by elapsed
+    time with ``--time``."""
     started = time.perf_counter()
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("", total=examples if seconds is None else seconds)
+    with terminal_progress(lambda rp: (rp.TextColumn("fuzz"), rp.BarColumn(),
+                                       rp.TimeElapsedColumn(),
+                                       rp.TextColumn("{task.description}")),
+                           total=examples if seconds is None else seconds) as update:
+        if update is None:
+            yield None
+            return
 
         def shown(done: int, campaign) -> None:
             elapsed = time.perf_counter() - started
-            bar.update(task, completed=done if seconds is None else elapsed,
-                       description=f"{done} modules, {len(campaign.failures)} distinct "
-                                   f"failures")
+            update(completed=done if seconds is None else elapsed,
+                   description=f"{done} modules, {len(campaign.failures)} distinct failures")
 
         yield shown

@@ -19,7 +19,7 @@ import time
 from typing import Iterator
 
 from neuron_sim.commands import (EXIT_OK, EXIT_PROBLEM, UsageError, add_command,
-                                 add_seed_argument)
+                                 add_seed_argument, terminal_progress)
 
 EXIT_DISAGREEMENT = 3
 MAX_GRID_DEVICES = 256
@@ -119,21 +119,17 @@ def run_sweep(args: argparse.Namespace) -> int:
 
 @contextlib.contextmanager
 def _progress(total: int) -> Iterator:
-    """A progress callback showing a rich progress bar on stderr (only when it is a terminal:
-    piped and captured output stay as they are)."""
-    if not sys.stderr.isatty():
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
-
-    columns = (TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-               TimeRemainingColumn(), TextColumn("{task.description}"))
-    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
-        task = progress.add_task("", total=total)
+    """A progress callback showing a progress bar on stderr (a terminal only)."""
+    with terminal_progress(lambda rp: (rp.TextColumn("sweep"), rp.BarColumn(),
+                                       rp.MofNCompleteColumn(), rp.TimeElapsedColumn(),
+                                       rp.TimeRemainingColumn(),
+                                       rp.TextColumn("{task.description}")),
+                           total=total) as update:
+        if update is None:
+            yield None
+            return
 
         def shown(index: int, case: object) -> None:
-            progress.update(task, completed=index, description=getattr(case, "id", ""))
+            update(completed=index, description=getattr(case, "id", ""))
 
         yield shown
