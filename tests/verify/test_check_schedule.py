@@ -279,6 +279,24 @@ def test_cli_bad_input_is_one_sentence(tmp_path, capsys, argv, message):
     assert message in err
 
 
+@pytest.mark.parametrize("trials", ["0", "-3"])
+def test_cli_trials_below_one_is_usage(tmp_path, capsys, trials):
+    """No confirmation can run on fewer than one input set: exit 2 with one sentence, as
+    ``verify --trials 0`` (found unsafe with the confirmation silently run anyway before)."""
+    from neuron_sim.cli import main
+
+    path = tmp_path / "m.hlo"
+    path.write_text(module_text({"topology": "1x4", "op": "all-reduce", "mode": "flattened",
+                                 "kind": "multi", "placement": "entry", "operand": "param",
+                                 "reducer": "add"}))
+    code = main(["check-schedule", str(path), "--pipeline", "aws_neuron_delete_permute",
+                 "--trials", trials])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.strip().splitlines() == [
+        f"neuron-sim: error: --trials must be at least 1, not {trials}"]
+
+
 def _closer_keys() -> list[str]:
     from passes.pipelines import pipeline_entries
 

@@ -69,6 +69,8 @@ def _checked(module: HloModule, topology: Topology, path: str) -> None:
 
 
 def _check_schedule(args: argparse.Namespace) -> int:
+    if args.trials < 1:
+        raise UsageError(f"--trials must be at least 1, not {args.trials}")
     module = load_module(args.module)
     passes = pipeline_passes(args.pipeline, args.skip)
     options = parse_pass_option_args(args.pass_option)
