@@ -128,7 +128,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="with a named --pipeline: leave this pass out (repeatable)")
     parser.add_argument("--pass-option", action="append", default=[], metavar="NAME=VALUE",
                         help="an option of the passes (repeatable): NAME or KEY.NAME")
-    add_topologies_argument(parser, help="also check on this topology (repeatable)")
+    add_topologies_argument(parser, help="check on this topology (repeatable); only these "
+                                         "unless the topology options are given too")
     parser.add_argument("--suggest", action="store_true",
                         help=f"also say where in the pipeline {SUGGESTED_PASS} could run with "
                              "every site safe (on these topologies and on 1x1)")
