@@ -131,8 +131,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     verify.add_argument("modules", nargs="+", metavar="MODULE.hlo",
                         help="MODULE.hlo with --passes, or BEFORE.hlo AFTER.hlo")
     add_pass_arguments(verify, required=False)
-    add_topologies_argument(verify, help="also verify on this topology (repeatable), e.g. "
-                                         "--topology 2x2")
+    add_topologies_argument(verify, help="verify on this topology (repeatable), e.g. "
+                                         "--topology 2x2; only these unless the topology "
+                                         "options are given too")
     verify.add_argument("--trials", type=int, default=DEFAULT_TRIALS, metavar="N",
                         help=f"input sets per topology (default {DEFAULT_TRIALS}, one of each "
                              "style: distinct per device with ties, exactly representable, the "
