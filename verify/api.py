@@ -214,7 +214,7 @@ def _proved(source: HloModule, target: HloModule, verdict: TopologyVerdict, *,
                                inputs=inputs, contract=contract, runner=runner,
                                timeout=timeout, checks=checks)
 
-    return with_proof(source, target, verdict, verify=verify, exact=contract.name == "exact",
+    return with_proof(source, target, verdict, verify=verify, contract=contract,
                       mode=proof, seed=seed, timeout=timeout)
 
 

@@ -10,20 +10,20 @@ the order to the implementation). The outcome is ``"equal"``, ``"differ"`` (the 
 device, leaf, index and both terms) or ``"unsupported"`` (why symbolic execution stopped).
 
 ``with_proof`` upgrades a sampled CORRECT verdict: equal -> ``proof`` is
-``"all-inputs"``; unsupported -> ``"sampled"`` with a note naming the construct; differ ->
-inputs that separate the terms (distinct random values per variable) are run through the
-ordinary checks: UNSOUND with that witness; else, under ``mode="symbolic"``, FAILED_TO_PROVE
-naming the difference, and under ``"auto"`` the sampled CORRECT with a note naming it (the
-normal form knows only IEEE-exact commutativity, so an algebraic rewrite such as
-``compare(p, true) -> p`` differs in its terms without differing in any value). Under a
-refinement or tolerance contract only equal terms prove anything (equal values satisfy
-every contract); different terms leave the sampled verdict, with a note.
+``"all-inputs"``; unsupported -> ``"sampled"`` with a note naming the construct (under
+``mode="symbolic"``: FAILED_TO_PROVE); differ -> the distinct differing term pairs go to z3
+(``verify.term_smt``) under the contract's predicate: proved -> ``"all-inputs"`` with a note;
+otherwise z3's model (when it found one) and inputs that separate the terms (distinct random
+values per variable) are run through the ordinary checks: UNSOUND with the first witness; else
+FAILED_TO_PROVE naming the difference and why z3 could not decide — except under a contract z3
+is not asked about (a tolerance) in ``mode="auto"``, where the sampled CORRECT stands with a
+note.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -32,9 +32,11 @@ from interpreter.errors import InterpreterError
 from interpreter.evaluator import time_limit
 from interpreter.symbolic import SymbolicUnsupported, TermTable, run_symbolic
 from neuron_sim.hlo.ir import HloModule
+from passes.contracts import Contract
 from neuron_sim.topology import Topology
 from verify.inputs import parameter_replication
 from verify.result import Status, TopologyVerdict
+from verify.term_smt import Decision, decide, place, rule_of
 
 __all__ = ["PROOF_FAILED", "PROOF_MODES", "Proof", "prove", "separating_inputs", "with_proof"]
 
@@ -57,6 +59,8 @@ class Proof:
     target_term: str = ""
     terms: int = 0               # term-table size
     seconds: float = 0.0
+    pairs: list[tuple[int, int]] = field(default_factory=list)  # distinct differing handles
+    table: TermTable | None = field(default=None, repr=False)
 
 
 def replication_flags(module: HloModule) -> list[tuple[bool, ...]]:
@@ -83,19 +87,26 @@ def prove(source: HloModule, target: HloModule, topology: Topology, *,
     if len(left) != len(right) or any(a.shape != b.shape for a, b in zip(left, right)):
         return Proof("unsupported", "the source and target results differ in shape",
                      terms=table.size, seconds=time.perf_counter() - start)
+    pairs: list[np.ndarray] = []
+    first = None
     for leaf, (a, b) in enumerate(zip(left, right)):
         differs = a != b
         if differs.any():
-            where = tuple(int(i) for i in np.argwhere(differs)[0])
-            device, index = where[0], where[1:]
-            s_term = table.render(a[where], TERM_TEXT)
-            t_term = table.render(b[where], TERM_TEXT)
-            return Proof("differ", f"device {device}, output {leaf} index {list(index)}: "
-                                   f"source {s_term}, target {t_term}",
-                         device=device, leaf=leaf, index=index, source_term=s_term,
-                         target_term=t_term, terms=table.size,
-                         seconds=time.perf_counter() - start)
-    return Proof("equal", terms=table.size, seconds=time.perf_counter() - start)
+            if first is None:
+                first = (leaf, tuple(int(i) for i in np.argwhere(differs)[0]))
+            pairs.append(np.stack([a[differs], b[differs]], axis=1))
+    if first is None:
+        return Proof("equal", terms=table.size, seconds=time.perf_counter() - start)
+    leaf, where = first
+    device, index = where[0], where[1:]
+    s_term = table.render(left[leaf][where], TERM_TEXT)
+    t_term = table.render(right[leaf][where], TERM_TEXT)
+    return Proof("differ", f"device {device}, output {leaf} index {list(index)}: "
+                           f"source {s_term}, target {t_term}",
+                 device=device, leaf=leaf, index=index, source_term=s_term,
+                 target_term=t_term, terms=table.size, seconds=time.perf_counter() - start,
+                 pairs=[(int(x), int(y)) for x, y in np.unique(np.concatenate(pairs), axis=0)],
+                 table=table)
 
 
 def separating_inputs(module: HloModule, topology: Topology, seed: int) -> list[Any]:
@@ -130,11 +141,11 @@ def _random(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -
 
 
 def with_proof(source: HloModule, target: HloModule, verdict: TopologyVerdict, *,
-               verify: Callable[[Sequence[Any]], TopologyVerdict], exact: bool,
+               verify: Callable[[Sequence[Any]], TopologyVerdict], contract: Contract,
                mode: str = "auto", seed: int = 0, timeout: float | None = None
                ) -> TopologyVerdict:
     """``verdict`` (a sampled one) with its proof: see the module docstring. ``verify(inputs)``
-    runs the ordinary checks on given inputs; ``exact``: the contract is exact equality."""
+    runs the ordinary checks on given inputs under ``contract``."""
     if mode == "sampled" or verdict.status is not Status.CORRECT:
         if verdict.status is Status.CORRECT:
             verdict.proof = "sampled"
@@ -145,12 +156,6 @@ def with_proof(source: HloModule, target: HloModule, verdict: TopologyVerdict, *
     if proof.outcome == "equal":  # equal everywhere satisfies every contract
         verdict.proof = "all-inputs"
         return verdict
-    if not exact:
-        verdict.proof = "sampled"
-        verdict.notes.append(f"no proof for all inputs on topology {topology}: the terms "
-                             "differ, and the contract allows some differences, which the "
-                             "symbolic proof (term equality) cannot judge")
-        return verdict
     if proof.outcome == "unsupported":
         if mode == "symbolic":
             verdict.proof = None
@@ -159,22 +164,44 @@ def with_proof(source: HloModule, target: HloModule, verdict: TopologyVerdict, *
         verdict.proof = "sampled"
         verdict.notes.append(f"no proof for all inputs on topology {topology}: {proof.reason}")
         return verdict
-    for attempt in range(WITNESS_TRIES):
-        found = verify(separating_inputs(source, topology, seed + attempt))
+    decision = _decide(proof, contract)
+    if decision.outcome == "proved":
+        verdict.proof = "all-inputs"
+        verdict.notes.append(f"on topology {topology} the terms differ at {proof.reason}; "
+                             f"{decision.reason}")
+        return verdict
+    candidates = [separating_inputs(source, topology, seed + attempt)
+                  for attempt in range(WITNESS_TRIES)]
+    if decision.outcome == "refuted":
+        candidates.insert(0, place(candidates[0], decision.assignment))
+    for inputs in candidates:
+        found = verify(inputs)
         if found.status is Status.UNSOUND:
-            found.notes.append(f"the symbolic terms differ on topology {topology} ({proof.reason}); "
-                               "these inputs separate them")
+            how = "z3's model of the differing terms" if decision.outcome == "refuted" \
+                and inputs is candidates[0] else "these inputs, which separate them"
+            found.notes.append(f"the symbolic terms differ on topology {topology} "
+                               f"({proof.reason}); witness from {how}")
             return found
-    if mode == "symbolic":
+    why = decision.reason if decision.outcome == "unknown" else \
+        f"z3 found a violation under IEEE arithmetic that the interpreter does not reproduce"
+    if mode == "symbolic" or contract.name == "exact":
         verdict.proof = None
         return verdict.fail(Status.FAILED_TO_PROVE, PROOF_FAILED,
                             f"on topology {topology}, the terms differ at {proof.reason}; no "
-                            f"input tried separates them")
-    # auto: terms that differ only by an identity the term normal form does not know (a
-    # compare of a pred with true, a self-comparison) keep the sampled verdict, with a note.
+                            f"input tried separates them, and z3 could not decide ({why})")
+    # auto, under a contract that allows differences z3 cannot judge (a tolerance): the
+    # sampled verdict stands, with a note.
     verdict.proof = "sampled"
     verdict.notes.append(f"no proof for all inputs on topology {topology}: the terms differ at "
-                         f"{proof.reason}, and no input tried separates them (an identity the "
-                         "symbolic normal form does not know; --proof symbolic makes this "
-                         "FAILED_TO_PROVE)")
+                         f"{proof.reason}, the {contract.name} contract allows some differences, "
+                         f"and z3 could not decide ({why}); --proof symbolic makes this "
+                         "FAILED_TO_PROVE")
     return verdict
+
+
+def _decide(proof: Proof, contract: Contract) -> Decision:
+    """z3 on the differing term pairs under ``contract`` (``verify.term_smt``)."""
+    rule = rule_of(contract)
+    if rule is None or proof.table is None:
+        return Decision("unknown", f"z3 has no predicate for the {contract.describe()} contract")
+    return decide(proof.table, proof.pairs, rule)

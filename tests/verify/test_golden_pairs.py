@@ -39,6 +39,8 @@ def test_golden_pair_has_its_expected_status_and_first_error_line(path):
     assert result.error_line == header.get("error"), result.detail
     if "classification" in header:
         assert result.classification == header["classification"]
+    if result.status is Status.CORRECT:  # issue 17: every CORRECT pair is proved, not sampled
+        assert result.proof == "all-inputs", result.notes
     if result.status is Status.UNSOUND:
         assert result.counterexample is not None
         if result.error_line != "ERROR: Target is malformed":
