@@ -183,7 +183,7 @@ def with_proof(source: HloModule, target: HloModule, verdict: TopologyVerdict, *
                                f"({proof.reason}); witness from {how}")
             return found
     why = decision.reason if decision.outcome == "unknown" else \
-        f"z3 found a violation under IEEE arithmetic that the interpreter does not reproduce"
+        "z3 found a violation under IEEE arithmetic that the interpreter does not reproduce"
     if mode == "symbolic" or contract.name == "exact":
         verdict.proof = None
         return verdict.fail(Status.FAILED_TO_PROVE, PROOF_FAILED,
