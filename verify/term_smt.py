@@ -22,8 +22,9 @@ What is modelled, and how (the interpreter's semantics, ``interpreter.ops.elemen
   rounded to nearest even — what numpy computes in the type, and for f16/bf16 what computing
   in f32 and rounding gives, since f32 has more than twice their precision plus two bits);
   negate, abs; maximum / minimum as XLA's (NaN wins, -0 < +0); compare in every direction with
-  IEEE's unordered NaN; select; multisets of maximum / minimum (associative and commutative
-  with those rules);
+  IEEE's unordered NaN, and ``type=TOTALORDER`` on inputs and constants (an input float is its
+  bit pattern, so every NaN payload is a possible input); select; multisets of maximum /
+  minimum (associative and commutative with those rules);
 * integers as bit vectors of their width: add, subtract, multiply (wrapping), and, or, xor,
   not, negate, maximum, minimum, compare (signed or unsigned by type), select, and multisets of
   add, multiply, maximum, minimum, and, or, xor;
@@ -215,6 +216,7 @@ class _Translator:
         self.memo: dict[int, Any] = {}
         self.dtypes: dict[int, str] = {}
         self.variables: dict[str, tuple] = {}   # z3 name -> (signature, device, element)
+        self.bits: dict[int, Any] = {}          # float leaves: their exact bit pattern
 
     def dtype(self, handle: int) -> str:
         self.expr(handle)
@@ -273,13 +275,17 @@ class _Translator:
             _, name, dtype, _leaf = signature
             label = f"{name}[{'r' if a < 0 else f'd{a}'}][{b}]"
             self.variables[label] = (signature, a, b)
+            if _sort_kind(dtype) == "float":  # a bit pattern: every NaN payload is an input
+                bits = self.bits[h] = z3.BitVec(label, _bits(dtype))
+                return z3.fpBVToFP(bits, _sort(dtype)), dtype
             return z3.Const(label, _sort(dtype)), dtype
         if kind == "constant":
             dtype = _canonical(signature[1])
             width = _bits(dtype)
             pattern = a & ((1 << width) - 1)
             if _sort_kind(dtype) == "float":
-                return z3.fpBVToFP(z3.BitVecVal(pattern, width), _sort(dtype)), dtype
+                bits = self.bits[h] = z3.BitVecVal(pattern, width)
+                return z3.fpBVToFP(bits, _sort(dtype)), dtype
             if _sort_kind(dtype) == "int":
                 return z3.BitVecVal(pattern, width), dtype
             return z3.BoolVal(bool(pattern)), dtype
@@ -294,8 +300,30 @@ class _Translator:
                 value = combine(value, leaf)
             return value, dtype
         _, opcode, dtype, operand_types, attrs = signature
-        operands = [self.memo[c] for c in self._operands(h)]
+        children = self._operands(h)
+        if opcode == "compare" and _attribute(attrs, "type") == "TOTALORDER" and \
+                _sort_kind(operand_types[0]) == "float":
+            return self._total_order(children, attrs), dtype
+        operands = [self.memo[c] for c in children]
         return self._apply(opcode, dtype, operand_types, attrs, operands), dtype
+
+    def _total_order(self, children: list[int], attrs: tuple) -> Any:
+        """compare type=TOTALORDER on float leaves: their bit patterns as signed integers,
+        negative ones with the magnitude bits flipped (``elementwise.total_order_key``). Only
+        leaves have a known bit pattern (an arithmetic NaN's sign and payload are the
+        hardware's), so a computed operand has no model."""
+        if any(c not in self.bits for c in children):
+            raise NoModel("no exact z3 model for a TOTALORDER compare of a computed float "
+                          "(its NaN bits are the hardware's)")
+        keys = []
+        for c in children:
+            bits = self.bits[c]
+            magnitude = (1 << (bits.size() - 1)) - 1
+            keys.append(z3.If(bits < 0, bits ^ magnitude, bits))
+        direction = _attribute(attrs, "direction") or ""
+        if direction not in _COMPARE:
+            raise NoModel(f"no z3 model for compare direction {direction}")
+        return getattr(keys[0], _COMPARE[direction][1])(keys[1])
 
     @staticmethod
     def _apply(opcode: str, dtype: str, operand_types: tuple, attrs: tuple,
@@ -414,28 +442,14 @@ def decide(table: TermTable, pairs: Sequence[tuple[int, int]], rule: str, *,
                    if z3.is_true(model.eval(v, model_completion=True))), 0)
     assignment = {}
     for label, row in translator.variables.items():
-        value = model.eval(z3.Const(label, _sort(row[0][2])), model_completion=True)
-        assignment[row] = _python_value(value, row[0][2])
+        dtype = row[0][2]
+        kind = _sort_kind(dtype)
+        variable = z3.BitVec(label, _bits(dtype)) if kind == "float" else \
+            z3.Const(label, _sort(dtype))
+        value = model.eval(variable, model_completion=True)
+        assignment[row] = bool(z3.is_true(value)) if kind == "pred" else value.as_long()
     return Decision("refuted", f"z3 found inputs breaking the {rule} contract at pair {broken}",
                     pair=broken, assignment=assignment, seconds=seconds)
-
-
-def _python_value(value: Any, dtype: str) -> Any:
-    """A z3 model value as the bit pattern (floats, integers) or bool (pred)."""
-    kind = _sort_kind(dtype)
-    if kind == "pred":
-        return bool(z3.is_true(value))
-    if kind == "int":
-        return value.as_long()
-    if value.isNaN():
-        exponent, significand = _FLOAT_SORTS[dtype]
-        return ((1 << exponent) - 1) << (significand - 1) | (1 << (significand - 2))
-    if value.isInf():
-        exponent, significand = _FLOAT_SORTS[dtype]
-        sign = 1 if value.isNegative() else 0
-        return (sign << (exponent + significand - 1)) | (((1 << exponent) - 1) << (significand - 1))
-    bits = z3.simplify(z3.fpToIEEEBV(value))
-    return bits.as_long()
 
 
 def place(values: list[Any], assignment: dict[tuple, Any]) -> list[Any]:

@@ -149,3 +149,20 @@ def test_other_float_widths_are_modelled_in_their_own_precision(dtype):
         params=f"x: {dtype}[2]", result=f"{dtype}[2]")
     result = check_modules(source, target, ["1x1"], minimize=False)
     assert result.status is Status.UNSOUND, result.detail
+
+
+def test_not_less_is_greater_or_equal_in_total_order_but_not_in_ieee_order():
+    """TOTALORDER is a total order on bit patterns (-NaN < -inf < ... < -0 < +0 < ... < NaN),
+    so not(a < b) == (a >= b) for all a, b: proved. Under the default FLOAT comparison a NaN is
+    unordered: not(NaN < 1) is true and NaN >= 1 false, so the same rewrite is UNSOUND."""
+    def pair_of(kind: str) -> tuple:
+        params = "a: f32[2], b: f32[2]"
+        head = "  %a = f32[2]{0} parameter(0)\n  %b = f32[2]{0} parameter(1)\n"
+        return pair(head + f"  %lt = pred[2]{{0}} compare(%a, %b), direction=LT{kind}\n"
+                           "  ROOT %r = pred[2]{0} not(%lt)",
+                    head + f"  ROOT %r = pred[2]{{0}} compare(%a, %b), direction=GE{kind}",
+                    params=params, result="pred[2]")
+    total = check_modules(*pair_of(", type=TOTALORDER"), ["1x2"])
+    assert total.status is Status.CORRECT and total.proof == "all-inputs", total.detail
+    ieee = check_modules(*pair_of(""), ["1x2"], minimize=False)
+    assert ieee.status is Status.UNSOUND
