@@ -11,6 +11,8 @@ itself (vectorized merge sort), so custom and multi-operand comparators work.
 
 from __future__ import annotations
 
+import functools
+import math
 from typing import Callable, Sequence
 
 import numpy as np
@@ -113,14 +115,17 @@ def _fold_binary(x: np.ndarray, init: np.ndarray, opcode: Opcode) -> np.ndarray 
 
 def fold_arg_reduce(values: np.ndarray, indices: np.ndarray, init_value: np.ndarray,
                     init_index: np.ndarray, reducer: ArgReducer, *, axis: int = -1,
-                    increasing: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                    increasing: bool = False, positions: bool = False
+                    ) -> tuple[np.ndarray, np.ndarray]:
     """The left fold of an argmax / argmin comparator (``neuron_sim.hlo.arg_reducers``) along
     ``axis``, computed with whole-array numpy operations and bit-identical to folding one element
     at a time from the init (``init_*`` shaped as the result): the first NaN in fold order wins
     (value and index); otherwise the value is the last element equal to the extreme (its bits:
     the sign of a zero) and the index the smallest index among the elements, the init included,
     equal to it. ``increasing`` says the indices increase along ``axis`` (an iota), so that
-    the first equal element holds the smallest index."""
+    the first equal element holds the smallest index; ``positions`` that they are exactly the
+    positions ``0, 1, ...`` along ``axis`` (an iota that fits its type), so that the index is
+    the position numpy's argmax / argmin returns, without reading ``indices``."""
     axis = axis % values.ndim
     size = values.shape[axis]
     init_value = np.asarray(init_value, values.dtype)
@@ -130,8 +135,9 @@ def fold_arg_reduce(values: np.ndarray, indices: np.ndarray, init_value: np.ndar
         return (np.array(np.broadcast_to(init_value, shape)),
                 np.array(np.broadcast_to(init_index, shape)))
     largest = reducer.direction == "max"
-    if increasing and reducer.nan_first:
-        return _fold_increasing(values, indices, init_value, init_index, largest, axis)
+    if (increasing or positions) and (reducer.nan_first or values.dtype.kind in "iu"):
+        return _fold_increasing(values, indices, init_value, init_index, largest, axis,
+                                positions)
     with np.errstate(invalid="ignore"):
         extreme = (np.max if largest else np.min)(values, axis=axis)
         extreme = (np.maximum if largest else np.minimum)(extreme, init_value)
@@ -163,25 +169,46 @@ def fold_arg_reduce(values: np.ndarray, indices: np.ndarray, init_value: np.ndar
 
 
 def _take(array: np.ndarray, position: np.ndarray, axis: int) -> np.ndarray:
-    """``array``'s element at ``position`` along ``axis`` (one per row)."""
-    if axis == array.ndim - 1 and array.flags.c_contiguous:
-        rows = array.reshape(-1, array.shape[-1])
-        return rows[np.arange(rows.shape[0]), position.reshape(-1)].reshape(position.shape)
+    """``array``'s element at ``position`` along ``axis`` (one per row), as a new array."""
+    if array.flags.c_contiguous:
+        # One index into the flat array: the element at ``position`` of row (o, i) of the
+        # (outer, size, inner) view is at flat offset (o * size + position) * inner + i.
+        inner = math.prod(array.shape[axis + 1:])
+        flat = position * inner if inner != 1 else position
+        return array.reshape(-1)[flat + _row_offsets(array.shape, axis)]
     return np.take_along_axis(array, np.expand_dims(position, axis), axis).squeeze(axis)
 
 
+@functools.lru_cache(maxsize=64)
+def _row_offsets(shape: tuple[int, ...], axis: int) -> np.ndarray:
+    """The flat offset of each row's first element along ``axis`` of a C-contiguous array of
+    ``shape``, shaped as the rows (read-only), kept: the same rows are taken from on every
+    execute."""
+    inner = math.prod(shape[axis + 1:])
+    outer = np.arange(math.prod(shape[:axis]), dtype=np.intp) * (shape[axis] * inner)
+    offsets = (outer[:, None] + np.arange(inner, dtype=np.intp)).reshape(
+        shape[:axis] + shape[axis + 1:])
+    offsets.flags.writeable = False
+    return offsets
+
+
 def _fold_increasing(values: np.ndarray, indices: np.ndarray, init_value: np.ndarray,
-                     init_index: np.ndarray, largest: bool, axis: int
+                     init_index: np.ndarray, largest: bool, axis: int, positions: bool
                      ) -> tuple[np.ndarray, np.ndarray]:
-    """``fold_arg_reduce`` for increasing indices and a NaN-first comparator in one pass:
-    numpy's argmax / argmin return the first extreme and the first NaN, which is the fold's
-    winner among the elements (its smallest index); then the init, which comes first in fold
-    order, wins a NaN of its own, a strictly better value, or a tie's smaller index; and where
-    the extreme is a zero the value takes the bits of the last equal element (the fold keeps
-    the later of two equal values)."""
-    position = (np.argmax if largest else np.argmin)(values, axis=axis)
-    value = _take(values, position, axis)
-    index = _take(indices, position, axis)
+    """``fold_arg_reduce`` for increasing indices and a NaN-first (or integer) comparator in
+    one pass: numpy's argmax / argmin return the first extreme and the first NaN, which is the
+    fold's winner among the elements (its smallest index); then the init, which comes first in
+    fold order, wins a NaN of its own, a strictly better value, or a tie's smaller index; and
+    where the extreme is a zero the value takes the bits of the last equal element (the fold
+    keeps the later of two equal values)."""
+    position = np.asarray((np.argmax if largest else np.argmin)(_argmax_operand(values),
+                                                                 axis=axis))
+    value = np.asarray(_take(values, position, axis))
+    index = position.astype(indices.dtype) if positions else \
+        np.asarray(_take(indices, position, axis))
+    if init_value.size == 1 and init_index.size == 1 and init_value.ndim <= value.ndim:
+        return _init_once(values, value, index, init_value.reshape(()),
+                          init_index.reshape(()), largest, axis)
     with np.errstate(invalid="ignore"):
         row_nan = np.isnan(value)
         better = (init_value > value) if largest else (init_value < value)
@@ -192,13 +219,67 @@ def _fold_increasing(values: np.ndarray, indices: np.ndarray, init_value: np.nda
                          np.where(tie, np.minimum(index, init_index), index))
     zero = ~init_wins & ~row_nan & (value == 0)
     if zero.any():
-        last = values.shape[axis] - 1 - np.argmax(np.flip(values == 0, axis), axis=axis)
-        value = np.where(zero, _take(values, last, axis), value)
+        value = np.where(zero, _last_zero(values, axis), value)
     if init_wins.any():
         value = np.where(init_wins, init_value, value)
     shape = np.broadcast_shapes(value.shape, np.shape(init_value))
     return (np.broadcast_to(value, shape).astype(values.dtype, copy=True),
             np.broadcast_to(index, shape).astype(indices.dtype, copy=True))
+
+
+class _Alias:
+    """Exposes an array's memory through ``__array_interface__`` marked writable."""
+
+    __slots__ = ("__array_interface__", "base")
+
+    def __init__(self, array: np.ndarray) -> None:
+        interface = dict(array.__array_interface__)
+        interface["data"] = (interface["data"][0], False)
+        self.__array_interface__ = interface
+        self.base = array  # keeps the memory alive as long as the alias
+
+
+def _argmax_operand(array: np.ndarray) -> np.ndarray:
+    """``array`` as numpy's argmax / argmin read it without a copy. They copy any operand that
+    is not writable (they ask for a C-contiguous, aligned, *writable* array), and the
+    interpreter's values are read-only views (of the caller's inputs, of constants): that copy
+    cost twice the search itself. The search only reads, so it is handed a writable alias of
+    the same memory, which nothing else sees and nothing writes through."""
+    if array.flags.writeable or not array.flags.c_contiguous \
+            or array.dtype.hasobject or not array.dtype.isnative:
+        return array
+    alias = np.asarray(_Alias(array))
+    return alias if alias.dtype == array.dtype else alias.view(array.dtype)  # ml_dtypes: |V2
+
+
+def _init_once(values: np.ndarray, value: np.ndarray, index: np.ndarray, init_value: np.ndarray,
+               init_index: np.ndarray, largest: bool, axis: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """The end of ``_fold_increasing`` for one init pair (JAX's: -inf / +inf or the type's
+    lowest / highest, and 0), given the elements' winner ``value`` / ``index`` per row (new
+    arrays, modified here): the same rules, each checked with one comparison on the result
+    instead of whole-row masks, so that an init that never wins costs nothing."""
+    if init_value != init_value:  # a NaN init is kept whatever follows
+        return np.full(value.shape, init_value), np.full(index.shape, init_index)
+    if values.dtype.kind not in "iu":  # signed zeros
+        zero = value == 0
+        if np.count_nonzero(zero):
+            value[zero] = _last_zero(values, axis)[zero]
+    # Rows the init wins or ties (a NaN winner compares false: it stays).
+    reached = (value <= init_value) if largest else (value >= init_value)
+    if np.count_nonzero(reached):
+        better = (value < init_value) if largest else (value > init_value)
+        tie = reached & ~better
+        np.copyto(index, np.minimum(index, init_index), where=tie)
+        np.copyto(index, init_index, where=better)
+        np.copyto(value, init_value, where=better)
+    return value, index
+
+
+def _last_zero(values: np.ndarray, axis: int) -> np.ndarray:
+    """Per row, the last zero along ``axis`` (its sign; rows without a zero: any element)."""
+    last = values.shape[axis] - 1 - np.argmax(np.flip(values == 0, axis), axis=axis)
+    return _take(values, last, axis)
 
 
 def _tree_fold(x: np.ndarray, fn: Callable) -> np.ndarray:
@@ -221,7 +302,8 @@ _ARG_REDUCERS: ComputationCache[ArgReducer | None] = ComputationCache(recognise_
 def reduce(ctx, *arrays):
     count = len(arrays) // 2
     rows = max(a.shape[0] for a in arrays)
-    xs = [np.broadcast_to(a, (rows, *a.shape[1:])) for a in arrays[:count]]
+    xs = [a if a.shape[0] == rows else np.broadcast_to(a, (rows, *a.shape[1:]))
+          for a in arrays[:count]]
     inits = arrays[count:]
     dims = sorted(ctx.inst.dimensions)
     rank = xs[0].ndim - 1
@@ -229,8 +311,9 @@ def reduce(ctx, *arrays):
     if reducer is not None and len(dims) == 1:
         (dim,) = dims
         value, index = (init.reshape(init.shape[0], *([1] * (rank - 1))) for init in inits)
+        iota = increases_along(ctx.inst.operand(1), dim)
         return list(fold_arg_reduce(xs[0], xs[1], value, index, reducer, axis=1 + dim,
-                                    increasing=increases_along(ctx.inst.operand(1), dim)))
+                                    increasing=iota, positions=iota))
     kept = [d for d in range(rank) if d not in dims]
     kept_sizes = [xs[0].shape[1 + d] for d in kept]
     reduced = int(np.prod([xs[0].shape[1 + d] for d in dims], dtype=np.int64))

@@ -115,8 +115,17 @@ def recognise_arg_reducer(computation: HloComputation) -> ArgReducer | None:
 
 
 def increases_along(inst: HloInstruction, dim: int) -> bool:
-    """Whether ``inst``'s values increase along dimension ``dim``: an iota on ``dim``, or a
-    broadcast of a 1-D iota to ``dim`` (so index order is fold order)."""
+    """Whether ``inst``'s values are the positions ``0, 1, ...`` along dimension ``dim`` (so
+    index order is fold order): an integral iota on ``dim``, or a broadcast of a 1-D one to
+    ``dim``, whose type holds its largest position (a narrower iota wraps around and does not
+    increase)."""
     if inst.opcode is Opcode.BROADCAST and tuple(inst.dimensions) == (dim,):
         inst, dim = inst.operand(0), 0
-    return inst.opcode is Opcode.IOTA and int(inst.get("iota_dimension", -1)) == dim
+    if inst.opcode is not Opcode.IOTA or int(inst.get("iota_dimension", -1)) != dim:
+        return False
+    shape = inst.shape
+    if not isinstance(shape, ArrayShape) or not shape.element_type.is_integral \
+            or not 0 <= dim < shape.rank:
+        return False
+    et = shape.element_type
+    return shape.dims[dim] - 1 <= (1 << (et.bits - et.is_signed)) - 1
