@@ -39,10 +39,27 @@ def _literal_value(shape, value):
 @implements(Opcode.IOTA)
 def iota(ctx):
     shape = ctx.inst.shape
-    dim = int(ctx.attr("iota_dimension"))
-    line = iota_line(shape.dims[dim], ctx.dtype)
-    view = line.reshape([shape.dims[dim] if i == dim else 1 for i in range(shape.rank)])
-    return np.broadcast_to(view, shape.dims)[None]
+    return iota_array(tuple(shape.dims), int(ctx.attr("iota_dimension")), ctx.dtype)
+
+
+def iota_array(dims: tuple[int, ...], dim: int, dtype: np.dtype) -> np.ndarray:
+    """The batched iota of shape ``dims`` along ``dim``: a read-only broadcast view ``[1,
+    *dims]`` of ``iota_line``, kept when the line is short (an iota is a constant of its
+    shape; a kept view holds its line, so only short ones are)."""
+    if dims[dim] <= _CACHED_IOTA_VIEW:
+        return _cached_iota_array(dims, dim, np.dtype(dtype))
+    return _iota_array(dims, dim, np.dtype(dtype))
+
+
+def _iota_array(dims: tuple[int, ...], dim: int, dtype: np.dtype) -> np.ndarray:
+    line = iota_line(dims[dim], dtype)
+    if len(dims) == 1:
+        return line[None]
+    view = line.reshape([dims[dim] if i == dim else 1 for i in range(len(dims))])
+    return np.broadcast_to(view, dims)[None]
+
+
+_cached_iota_array = functools.lru_cache(maxsize=64)(_iota_array)
 
 
 def iota_line(size: int, dtype: np.dtype) -> np.ndarray:
@@ -55,6 +72,7 @@ def iota_line(size: int, dtype: np.dtype) -> np.ndarray:
 
 
 _CACHED_IOTA = 1 << 22  # elements: at most 32 lines of up to 32 MB are kept
+_CACHED_IOTA_VIEW = 1 << 16  # elements: at most 64 views of lines of up to 512 kB are kept
 
 
 @functools.lru_cache(maxsize=32)
