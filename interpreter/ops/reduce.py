@@ -248,6 +248,12 @@ def _argmax_operand(array: np.ndarray) -> np.ndarray:
     if array.flags.writeable or not array.flags.c_contiguous \
             or array.dtype.hasobject or not array.dtype.isnative:
         return array
+    owner = array.base
+    if type(owner) is np.ndarray and owner.flags.writeable and owner.flags.c_contiguous \
+            and owner.size == array.size and owner.dtype == array.dtype:
+        # A read-only view of all of a writable array (an input held as a value): the
+        # array itself, reshaped, is the alias.
+        return owner.reshape(array.shape)
     alias = np.asarray(_Alias(array))
     return alias if alias.dtype == array.dtype else alias.view(array.dtype)  # ml_dtypes: |V2
 
@@ -261,7 +267,16 @@ def _init_once(values: np.ndarray, value: np.ndarray, index: np.ndarray, init_va
     instead of whole-row masks, so that an init that never wins costs nothing."""
     if init_value != init_value:  # a NaN init is kept whatever follows
         return np.full(value.shape, init_value), np.full(index.shape, init_index)
-    if values.dtype.kind not in "iu":  # signed zeros
+    kind = values.dtype.kind
+    if kind in "fiu" and value.size:
+        # The common case in one reduction: every winner that is not a NaN is on the far side
+        # of the init and of zero (argmax of data whose row maxima are positive, argmin of
+        # negative minima): then neither rule below changes a row.
+        nearest = (np.fmin if largest else np.fmax).reduce(value, axis=None)
+        if (nearest > init_value if largest else nearest < init_value) and \
+                (kind != "f" or (nearest > 0 if largest else nearest < 0)):
+            return value, index
+    if kind not in "iu":  # signed zeros
         zero = value == 0
         if np.count_nonzero(zero):
             value[zero] = _last_zero(values, axis)[zero]
@@ -310,7 +325,10 @@ def reduce(ctx, *arrays):
     reducer = _ARG_REDUCERS.get(ctx.attr("to_apply")) if count == 2 else None
     if reducer is not None and len(dims) == 1:
         (dim,) = dims
-        value, index = (init.reshape(init.shape[0], *([1] * (rank - 1))) for init in inits)
+        # A batched init holds one value per row; shaped (rows, 1, ...) to broadcast against
+        # the result (a single value broadcasts as it is).
+        value, index = (init if init.size == 1 else
+                        init.reshape(init.shape[0], *([1] * (rank - 1))) for init in inits)
         iota = increases_along(ctx.inst.operand(1), dim)
         return list(fold_arg_reduce(xs[0], xs[1], value, index, reducer, axis=1 + dim,
                                     increasing=iota, positions=iota))
