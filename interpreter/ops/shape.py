@@ -7,6 +7,7 @@ Every array op here receives batched arrays (leading row axis) and moves data in
 from __future__ import annotations
 
 import functools
+import weakref
 
 import numpy as np
 
@@ -20,10 +21,24 @@ from interpreter.values import TOKEN, Replicated, TupleValue
 
 @implements(Opcode.CONSTANT, values=True)
 def constant(ctx):
-    literal = ctx.inst.literal
+    inst = ctx.inst
+    literal = inst.literal
     if literal is None:
         raise InterpreterError("constant has no literal")
-    return _literal_value(ctx.inst.shape, literal.value)
+    value = literal.value
+    kept = _CONSTANTS.get(inst)
+    if kept is not None and kept[0] is literal and kept[1] is inst.shape and kept[2] is value:
+        return kept[3]
+    result = _literal_value(inst.shape, value)
+    if isinstance(result, Replicated) and isinstance(value, np.ndarray) \
+            and value.dtype == result.array.dtype:
+        # A view of the literal's own array (so it sees what the literal holds): kept for the
+        # next execute while the instruction keeps this literal and shape.
+        _CONSTANTS[inst] = (literal, inst.shape, value, result)
+    return result
+
+
+_CONSTANTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _literal_value(shape, value):
