@@ -19,6 +19,7 @@ whose estimated peak (``interpreter.memory``) exceeds it, with ``MemoryLimitExce
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -97,6 +98,13 @@ def _owned_outputs(rows: list[np.ndarray]) -> list[np.ndarray]:
     return outputs
 
 
+@functools.lru_cache(maxsize=64)
+def _header_topology(replica_count: int, num_partitions: int) -> Topology:
+    """The default topology of a module header, built once per shape (Topology is immutable,
+    and checking its fields costs more than some small modules take to run)."""
+    return Topology(replica_count, num_partitions)
+
+
 def execute(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] | None = None,
             topology: Topology | None = None, backend: str = "local", seed: int | None = None,
             *, time_limit: float | None = None, max_memory: int | None = None) -> RunResult:
@@ -108,7 +116,7 @@ def execute(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] |
     if isinstance(module, str):
         module = parse_module(module)
     if topology is None:
-        topology = Topology(module.replica_count, module.num_partitions)
+        topology = _header_topology(module.replica_count, module.num_partitions)
     num_devices = topology.num_devices
     if max_memory is not None:
         require_memory(module, topology, max_memory)

@@ -100,6 +100,10 @@ def from_batched(array: np.ndarray, replicated: bool) -> ArrayValue:
 def stacked(value: ArrayValue, n: int) -> np.ndarray:
     """The value as an ``[n, *shape]`` array (a read-only broadcast view if replicated)."""
     if isinstance(value, Replicated):
+        if n == 1:  # the same read-only view, without broadcast_to's cost
+            view = value.array[None]
+            view.flags.writeable = False
+            return view
         return np.broadcast_to(value.array, (n, *value.array.shape))
     if value.array.shape[0] != n:
         raise ValueError(f"per-device value has {value.array.shape[0]} rows, expected {n}")
