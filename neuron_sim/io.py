@@ -8,12 +8,14 @@ truncated output behind.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import os
 import zipfile
 import zlib
-from typing import IO, Any, Iterator, Mapping, Sequence, Union
+from collections.abc import Mapping
+from typing import IO, Any, Iterator, Sequence, Union
 
 import numpy as np
 
@@ -255,6 +257,12 @@ def _nest(shape: Any, leaves: Iterator[Any]) -> Any:
     return next(leaves)
 
 
+@functools.lru_cache(maxsize=None)
+def _numpy_dtype(element_type: Any) -> np.dtype:
+    """``element_type.numpy_dtype``, looked up once per type (every input is fitted)."""
+    return element_type.numpy_dtype
+
+
 def _fit(value: Any, shape: Any, i: int, leaf_numbers: Iterator[int] | None, num_devices: int,
          prefix: str) -> Fitted:
     """Parameter i's input (or, with ``leaf_numbers``, the part of it at ``shape``) fitted."""
@@ -276,24 +284,25 @@ def _fit(value: Any, shape: Any, i: int, leaf_numbers: Iterator[int] | None, num
     leaf = next(leaf_numbers) if leaf_numbers is not None else None
     if shape.is_token:
         return None
-    what = _parameter_name(i, shape, leaf)
+    # The parameter's name is only spelled out for a message (an execute fits every input).
+    what = lambda: _parameter_name(i, shape, leaf)  # noqa: E731
     if value is None:
-        raise ArgumentError(f"{prefix}no input array for {what}")
-    dtype = shape.element_type.numpy_dtype
+        raise ArgumentError(f"{prefix}no input array for {what()}")
+    dtype = _numpy_dtype(shape.element_type)
     if not isinstance(value, np.ndarray):
         try:
             value = np.asarray(value, dtype=dtype)
         except (TypeError, ValueError, OverflowError) as exc:
-            raise ArgumentError(f"{prefix}{what} cannot be converted: {exc}") from None
+            raise ArgumentError(f"{prefix}{what()} cannot be converted: {exc}") from None
     if value.dtype != dtype:
         if value.dtype.kind == "V" and value.dtype.itemsize == dtype.itemsize:
             value = value.view(dtype)
         else:
-            raise ArgumentError(f"{prefix}{what} has dtype {value.dtype}, expected "
+            raise ArgumentError(f"{prefix}{what()} has dtype {value.dtype}, expected "
                              f"{shape.element_type.spelling} ({dtype})")
     dims = tuple(shape.dims)
     if value.shape != dims and value.shape != (num_devices, *dims):
-        raise ArgumentError(f"{prefix}{what} has shape {list(value.shape)}; expected "
+        raise ArgumentError(f"{prefix}{what()} has shape {list(value.shape)}; expected "
                          f"{list(dims)} (same on every device) or "
                          f"{[num_devices, *dims]} (one per device)")
     return value
