@@ -1,13 +1,19 @@
 """The ``neuron-sim`` command.
 
 Thin on purpose and on top of everything (nothing imports it): each package contributes its
-subcommands through a ``commands.py`` module with a ``register(subparsers)`` function, listed
-below in help order; the scaffold they share (exit codes, errors, flag groups) is
-``neuron_sim.commands``. This file wires them up and turns errors into exit codes: a user's
-mistake (``neuron_sim.errors.UserError``, an unreadable file) is one sentence with exit code 2;
-anything else is an internal error with a pointer to ``--debug``, which shows the traceback.
-``--debug`` is accepted before or after the command (``neuron-sim --debug run M`` and
-``neuron-sim run --debug M`` mean the same).
+subcommands through a ``commands.py`` module with a ``register(subparsers)`` function; the
+scaffold they share (exit codes, errors, flag groups) is ``neuron_sim.commands``. This file
+wires them up and turns errors into exit codes: a user's mistake (``neuron_sim.errors.UserError``,
+an unreadable file) is one sentence with exit code 2; anything else is an internal error with a
+pointer to ``--debug``, which shows the traceback. ``--debug`` is accepted before or after the
+command (``neuron-sim --debug run M`` and ``neuron-sim run --debug M`` mean the same).
+
+Start-up imports only what the command needs: ``COMMANDS`` names, in help order, each command's
+module and one-line help, so ``neuron-sim --help`` lists the commands without importing any, and
+``neuron-sim CMD ...`` imports CMD's module alone (its package, numpy and the HLO reader), not
+the verifier, the passes or z3 of the others. The arguments are parsed twice: once against the
+list, to learn which command they name, then against that command's full parser, so every usage
+error and every ``--help`` reads as if all the parsers had been built.
 
 Started by an MPI launcher (``mpiexec -n W``, W > 1), only ``run --backend mpi`` makes sense:
 any other command would repeat the whole simulation in every process, so it is refused with a
@@ -20,12 +26,14 @@ Exit codes: 0 success, 1 the check found a problem, 2 bad usage or bad input, 13
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
 import os
 import signal
 import sys
 import threading
 import traceback
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Collection, Iterator, Mapping, Sequence
 
 
 def _interrupted_while_starting(signum: int, frame: object) -> None:
@@ -36,32 +44,52 @@ def _interrupted_while_starting(signum: int, frame: object) -> None:
     os._exit(130)
 
 
-_STARTING = threading.current_thread() is threading.main_thread()
-_PREVIOUS_HANDLER = signal.signal(signal.SIGINT, _interrupted_while_starting) \
-    if _STARTING else None
+@contextlib.contextmanager
+def _starting(active: bool = True) -> Iterator[None]:
+    """Within the block, Ctrl-C ends the process at once (``_interrupted_while_starting``): for
+    the imports, the command line's own and then the command's. Only from the main thread (a
+    signal handler can only be set there); afterwards Python's handler is back."""
+    if not active or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, _interrupted_while_starting)
+    try:
+        yield
+    finally:  # a handler installed outside Python reads as None: put Python's back then
+        signal.signal(signal.SIGINT, previous if previous is not None
+                      else signal.default_int_handler)
 
-import interpreter.commands  # noqa: E402 - after the start-up handler, on purpose
-import neuron_sim.check_command  # noqa: E402
-import passes.commands  # noqa: E402
-import verify.commands  # noqa: E402
-import verify.fuzz.commands  # noqa: E402
-import verify.schedule.commands  # noqa: E402
-import verify.sweep.commands  # noqa: E402
-import verify.symbolic.commands  # noqa: E402
-from neuron_sim import __version__
-from neuron_sim.commands import (EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError,
-                                 error_message, is_user_error)
-from neuron_sim.interrupts import watch_interrupts
-from neuron_sim.outputs import discard_pending_writes
 
-if _STARTING:  # a handler installed outside Python reads as None: put Python's back then
-    signal.signal(signal.SIGINT, _PREVIOUS_HANDLER if _PREVIOUS_HANDLER is not None
-                  else signal.default_int_handler)
+with _starting():
+    from neuron_sim import __version__
+    from neuron_sim.commands import (EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError,
+                                     error_message, is_user_error)
+    from neuron_sim.interrupts import watch_interrupts
+    from neuron_sim.outputs import discard_pending_writes
 
-# The packages' subcommands, in help order.
-COMMAND_MODULES = (neuron_sim.check_command, interpreter.commands, passes.commands,
-                   verify.commands, verify.symbolic.commands,
-                   verify.schedule.commands, verify.sweep.commands, verify.fuzz.commands)
+# The packages' subcommands, in help order: the module whose ``register`` adds each (a module
+# adding several adds them in this order), and the one-line help that ``neuron-sim --help``
+# shows (the same as the module's own; tests/neuron_sim/test_cli_startup.py compares them).
+COMMANDS: Mapping[str, tuple[str, str]] = {
+    "check": ("neuron_sim.check_command",
+              "parse and verify modules (files or dump directories); summarize collectives"),
+    "run": ("interpreter.commands", "execute a module on every simulated device"),
+    "opt": ("passes.commands",
+            "run passes on a module and print the result (like XLA's hlo-opt)"),
+    "passes": ("passes.commands", "list every pass: key, class, seed status, contract"),
+    "verify": ("verify.commands",
+               "check that a rewrite preserves the program on every device (like alive-tv)"),
+    "demo": ("verify.commands",
+             "a short tour: the seed passes on the bundled examples, and the verdicts"),
+    "prove": ("verify.symbolic.commands",
+              "prove with z3 that all-reduce + dynamic-slice folds are sound"),
+    "check-schedule": ("verify.schedule.commands",
+                       "find where a pipeline runs a context-dependent pass where it is unsafe"),
+    "sweep": ("verify.sweep.commands",
+              "sweep all-reduce + dynamic-slice folds over topologies, groups and offset forms"),
+    "fuzz": ("verify.fuzz.commands",
+             "run passes on random modules and idioms with collectives, and verify them"),
+}
 
 # What MPI launchers put in each process's environment: the process count (MPICH and Intel
 # MPI's hydra, Open MPI, MVAPICH; MPI_LOCALNRANKS is hydra's count on this host) and the rank.
@@ -81,7 +109,18 @@ class _ArgumentParser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_modules() -> list[str]:
+    """The modules that register the commands, in help order, each once."""
+    return list(dict.fromkeys(module for module, _ in COMMANDS.values()))
+
+
+def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The ``neuron-sim`` parser. ``commands=None``: every command's full parser (every command
+    module imported). Otherwise only the modules of ``commands`` are imported and their
+    commands' parsers built; every other command is listed by name and one-line help alone,
+    which is all ``neuron-sim --help`` shows and all it takes to tell which command an argument
+    list names."""
+    wanted = set(COMMANDS) if commands is None else set(commands)
     parser = _ArgumentParser(
         prog="neuron-sim",
         description="Simulate HLO modules on every device and verify the passes that rewrite them.")
@@ -89,13 +128,29 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND",
                                        parser_class=_ArgumentParser)
-    for module in COMMAND_MODULES:
-        module.register(subparsers)
-    for command in subparsers.choices.values():
-        # SUPPRESS: a subcommand without the flag keeps the value given before the command.
-        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                             help=DEBUG_HELP)
+    listed: set[str] = set()
+    for module in command_modules():
+        names = [name for name, (owner, _) in COMMANDS.items() if owner == module]
+        if wanted.intersection(names):
+            importlib.import_module(module).register(subparsers)
+        else:  # listed only, without arguments (not even -h): every argument is left over
+            for name in names:
+                subparsers.add_parser(name, help=COMMANDS[name][1], add_help=False)
+            listed.update(names)
+    for name, command in subparsers.choices.items():
+        if name not in listed:
+            # SUPPRESS: a subcommand without the flag keeps the value given before the command.
+            command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                                 help=DEBUG_HELP)
     return parser
+
+
+def named_command(argv: Sequence[str]) -> str | None:
+    """The command that ``argv`` names, parsed as ``neuron-sim`` would parse it (None: none);
+    imports no command module. ``neuron-sim --help`` and ``--version`` end here, and an
+    unknown command is the usage error it always was."""
+    known, _ = build_parser(()).parse_known_args(argv)
+    return known.command
 
 
 def mpi_launch(environ: Mapping[str, str] | None = None) -> tuple[int, int, str] | None:
@@ -132,14 +187,21 @@ def _print_error(text: str, launch: tuple[int, int, str] | None) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    if argv is None:  # the process is ours: Ctrl-C ends it within a second, even in z3
+    """Run ``neuron-sim ARGV`` (None: this process's arguments, and the process is the
+    command's own) and return its exit code; errors become one line and a code here."""
+    argv_given = argv is not None
+    if not argv_given:  # the process is ours: Ctrl-C ends it within a second, even in z3
         watch_interrupts()
     argv = list(sys.argv[1:] if argv is None else argv)
     options = argv[:argv.index("--")] if "--" in argv else argv
     debug = "--debug" in options  # until parsing succeeds: a usage error may come first
     launch = mpi_launch()
     try:
-        parser = build_parser()
+        command = named_command(argv)
+        # The command's module, imported now: Ctrl-C meanwhile ends at once, as in the imports
+        # above (only in a process of our own: an in-process caller keeps its handler).
+        with _starting(active=not argv_given):
+            parser = build_parser(() if command is None else (command,))
         args = parser.parse_args(argv)
         debug = args.debug
         if args.command is None:

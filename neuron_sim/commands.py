@@ -9,6 +9,10 @@ spelled here once, so every command reads the same flags the same way and fails 
   other exception is our bug: an internal error with a pointer to ``--debug``;
 * flag groups — ``--json``, the topology options, ``--seed``, ``--timeout``, ``--max-memory``;
 * the prologue — read MODULE.hlo and the topology the user asked for.
+
+Light on purpose: the command line imports this module before it knows which command runs
+(``neuron-sim --help`` needs nothing else), so the HLO reader and the topology, which bring
+numpy, are imported by the prologue functions that use them.
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ import argparse
 import contextlib
 import json
 import sys
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from neuron_sim.errors import UsageError, UserError
-from neuron_sim.hlo import HloModule, parse_module_file
-from neuron_sim.topology import Topology, parse_device_assignment
+
+if TYPE_CHECKING:
+    from neuron_sim.hlo import HloModule
+    from neuron_sim.topology import Topology
 
 EXIT_OK = 0
 EXIT_PROBLEM = 1
@@ -149,11 +155,15 @@ def add_max_memory_argument(parser: argparse.ArgumentParser | argparse._Argument
 
 def load_module(path: str) -> HloModule:
     """Parse a module file (HloParseError and OSError reach the CLI as one-line errors)."""
+    from neuron_sim.hlo import parse_module_file
+
     return parse_module_file(path)
 
 
 def topology_from_args(args: argparse.Namespace, module: HloModule) -> Topology:
     """The topology the user asked for, defaulting to the module header's counts."""
+    from neuron_sim.topology import Topology, parse_device_assignment
+
     replicas = args.replicas if args.replicas is not None else module.replica_count
     partitions = args.partitions if args.partitions is not None else module.num_partitions
     assignment = None
@@ -171,6 +181,8 @@ def module_and_topology(args: argparse.Namespace) -> tuple[HloModule, Topology]:
 def topologies_from_args(args: argparse.Namespace, module: HloModule) -> list[Topology]:
     """``--replicas/--partitions/--device-assignment`` (one topology, default the header's) plus
     every ``--topology RxP``; with only ``--topology`` options, just those."""
+    from neuron_sim.topology import Topology
+
     explicit = args.replicas is not None or args.partitions is not None or args.device_assignment
     extra = [Topology.parse(text) for text in args.topology or []]
     topologies = [topology_from_args(args, module)] if explicit or not extra else []

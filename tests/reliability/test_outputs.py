@@ -436,15 +436,55 @@ def test_a_command_writes_only_the_files_named(work, name):
     assert {key: after[key] for key in before} == before
 
 
+# ``python -m neuron_sim.cli ARGV`` (runpy is what -m uses) whose import of one module (argv[1])
+# is held: the process says so in a file (argv[2]) and then sleeps in short steps, so that a
+# signal sent once the file exists lands during that import however fast the imports are.
+HOLDING_AN_IMPORT = """
+import importlib.abc, os, runpy, sys, time
+held, marker = sys.argv.pop(1), sys.argv.pop(1)
+
+class Hold(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == held:
+            sys.meta_path.remove(self)
+            with open(marker + ".tmp", "w") as file:
+                file.write(name)
+            os.replace(marker + ".tmp", marker)
+            end = time.monotonic() + 120
+            while time.monotonic() < end:
+                time.sleep(0.005)
+        return None
+
+sys.meta_path.insert(0, Hold())
+runpy.run_module("neuron_sim.cli", run_name="__main__", alter_sys=True)
+"""
+
+
 @needs_proc
-def test_ctrl_c_while_the_commands_are_imported_is_the_one_line_and_130(work):
-    """SIGINT as soon as the process has used 0.35 CPU seconds — Python and numpy are loaded,
-    the command modules are still being imported (about 0.8 s here): not an import traceback
-    but the command's interrupted line and exit code 130, and nothing written."""
+@pytest.mark.parametrize("held, argv", [
+    ("neuron_sim.commands", ["verify", "endless.hlo", "endless.hlo", "--out", "cex"]),
+    ("verify.api", ["verify", "endless.hlo", "endless.hlo", "--out", "cex"]),
+    ("interpreter.evaluator", ["run", "endless.hlo", "-o", "out.npz"]),
+], ids=["the command line's own", "verify's modules", "run's modules"])
+def test_ctrl_c_while_the_commands_are_imported_is_the_one_line_and_130(work, tmp_path_factory,
+                                                                         held, argv):
+    """SIGINT while the command line imports its own modules, or the modules of the command
+    it was given (imported only once the command is known): not an import traceback but the
+    command's interrupted line and exit code 130, at once, and nothing written. The import is
+    held (HOLDING_AN_IMPORT), so the signal lands in it however fast the imports are and
+    however loaded the machine."""
     (work / "endless.hlo").write_text(ENDLESS)
     before = snapshot(work)
-    process = start("verify", "endless.hlo", "endless.hlo", "--out", "cex", cwd=work)
-    spent = interrupt_when_busy(process, 0.35)
+    marker = tmp_path_factory.mktemp("held") / "importing"
+    process = subprocess.Popen([sys.executable, "-c", HOLDING_AN_IMPORT, held, str(marker),
+                                *argv], cwd=work, env=environment(), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.005)
+    assert marker.read_text() == held
+    spent = interrupt(process)
     out, err = process.communicate()
     assert process.returncode == 130, err
     assert spent < 1.0
