@@ -101,6 +101,43 @@ ENTRY main {
     assert interpreter.run(module, [x])[0][0].tolist() == [2.0, 4.0, 6.0]
 
 
+def test_a_constant_kept_between_executes_follows_its_literal():
+    """The value of a constant is kept for the next execute only while the instruction keeps
+    the same literal and shape: a literal replaced between executes (as a pass does) is read
+    again; outputs of a kept constant are copies the caller may write to."""
+    from neuron_sim.hlo.literals import Literal
+
+    module = parse_module("""HloModule m
+ENTRY main {
+  c = f32[3] constant({1, 2, 3})
+  ROOT r = f32[3] negate(c)
+}""")
+    assert interpreter.run(module)[0][0].tolist() == [-1.0, -2.0, -3.0]
+    constant = module.entry.instruction("c")
+    constant.literal = Literal.from_array(constant.shape, np.array([4, 5, 6], np.float32))
+    assert interpreter.run(module)[0][0].tolist() == [-4.0, -5.0, -6.0]
+    module.entry.root.replace_all_uses_with(constant)
+    module.entry.remove(module.entry.instruction("r"))
+    first = interpreter.run(module)[0]
+    first[0, 0] = 99
+    assert interpreter.run(module)[0][0].tolist() == [4.0, 5.0, 6.0]
+
+
+@pytest.mark.parametrize("dims,dim", [((5,), 0), ((3, 4), 0), ((3, 4), 1), ((2, 70000), 1)])
+def test_iota_views_kept_between_executes_are_read_only_iotas(dims, dim):
+    """Hand-derived: element (i, j) of an iota along ``dim`` is its index along ``dim``; the
+    batched view kept for short lines (and the one built for long ones) says so on every
+    call and cannot be written."""
+    from interpreter.ops.shape import iota_array
+
+    want = np.indices(dims)[dim].astype(np.int32)[None]
+    for _ in range(2):
+        got = iota_array(dims, dim, np.dtype(np.int32))
+        assert got.tobytes() == want.tobytes() if got.flags.c_contiguous else \
+            np.array_equal(got, want)
+        assert got.shape == want.shape and not got.flags.writeable
+
+
 def test_blockwise_f64_path_equals_one_f64_evaluation():
     x = np.random.default_rng(2).standard_normal(100_003).astype(np.float32) * 30
     with np.errstate(over="ignore"):
