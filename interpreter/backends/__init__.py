@@ -12,6 +12,8 @@ The evaluator and the ops are shared by every backend; a backend only implements
 
 from __future__ import annotations
 
+import functools
+
 from interpreter.transport import Transport
 
 BACKENDS = ("local",)
@@ -23,10 +25,17 @@ def make_transport(name: str, num_devices: int) -> Transport:
     (The MPI backend builds its ``MpiTransport`` per rank in ``mpi.launch.run_mpi``.)
     """
     if name == "local":
-        from interpreter.backends.local import LocalTransport
-        return LocalTransport(num_devices)
+        return _local_transport()(num_devices)
     raise ValueError(f"unknown backend {name!r} for an in-process run; available: "
                      f"{', '.join(BACKENDS)}")
+
+
+@functools.lru_cache(maxsize=1)
+def _local_transport() -> type:
+    """``LocalTransport``, imported on first use (an import statement costs a few
+    microseconds on every execute)."""
+    from interpreter.backends.local import LocalTransport
+    return LocalTransport
 
 
 __all__ = ["BACKENDS", "make_transport"]
