@@ -28,25 +28,23 @@ class ComputationCache(Generic[T]):
                  ) -> None:
         self._build = build
         self._attributes = attributes
-        self._entries: weakref.WeakKeyDictionary[HloComputation, tuple[list, list, T]] = \
+        self._entries: weakref.WeakKeyDictionary[HloComputation, tuple] = \
             weakref.WeakKeyDictionary()
-
-    def _structure(self, order: list) -> list:
-        structure = [i.operands for i in order] + [i.opcode for i in order] + \
-            [i.shape for i in order]
-        if self._attributes:
-            structure += [i.attrs for i in order]
-        return structure
 
     def get(self, computation: HloComputation) -> T:
         order = computation.instructions
         cached = self._entries.get(computation)
         if cached is not None:
-            instructions, structure, value = cached
-            if instructions == order and structure == self._structure(order):
+            instructions, opcodes, shapes, operands, attrs, value = cached
+            # Cheapest first; each comparison stops at the first difference.
+            if instructions == order and opcodes == [i.opcode for i in order] \
+                    and shapes == [i.shape for i in order] \
+                    and operands == [i.operands for i in order] \
+                    and (attrs is None or attrs == [i.attrs for i in order]):
                 return value
         value = self._build(computation)
-        snapshot = [list(x) if isinstance(x, list) else dict(x) if isinstance(x, dict) else x
-                    for x in self._structure(order)]
-        self._entries[computation] = (list(order), snapshot, value)
+        self._entries[computation] = (
+            list(order), [i.opcode for i in order], [i.shape for i in order],
+            [list(i.operands) for i in order],
+            [dict(i.attrs) for i in order] if self._attributes else None, value)
         return value
