@@ -265,15 +265,17 @@ def _init_once(values: np.ndarray, value: np.ndarray, index: np.ndarray, init_va
     lowest / highest, and 0), given the elements' winner ``value`` / ``index`` per row (new
     arrays, modified here): the same rules, each checked with one comparison on the result
     instead of whole-row masks, so that an init that never wins costs nothing."""
-    if init_value != init_value:  # a NaN init is kept whatever follows
-        return np.full(value.shape, init_value), np.full(index.shape, init_index)
     kind = values.dtype.kind
-    if kind in "fiu" and value.size:
+    native = kind in "fiu"  # numpy's own types: compared as exact Python numbers
+    start = init_value.item() if native else init_value
+    if start != start:  # a NaN init is kept whatever follows
+        return np.full(value.shape, init_value), np.full(index.shape, init_index)
+    if native and value.size:
         # The common case in one reduction: every winner that is not a NaN is on the far side
         # of the init and of zero (argmax of data whose row maxima are positive, argmin of
         # negative minima): then neither rule below changes a row.
-        nearest = (np.fmin if largest else np.fmax).reduce(value, axis=None)
-        if (nearest > init_value if largest else nearest < init_value) and \
+        nearest = (np.fmin if largest else np.fmax).reduce(value, axis=None).item()
+        if (nearest > start if largest else nearest < start) and \
                 (kind != "f" or (nearest > 0 if largest else nearest < 0)):
             return value, index
     if kind not in "iu":  # signed zeros
