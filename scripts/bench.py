@@ -9,7 +9,8 @@ per-round ratios and their min and max. Sections (``--only`` picks some):
   startup      ``neuron-sim run --help`` and ``run`` of a tiny module, seconds (numpy alone too)
   instruction  per executed instruction / one numpy call on the same per-device arrays
   one_op       execute of a one-op f32[1M] module at 8 devices / the numpy op; peak memory
-  argmax       argmax/argmin (JAX's comparator) over each axis and flattened / numpy
+  argmax       argmax/argmin (JAX's comparator) over each axis and flattened / numpy; argmax
+               at 8 devices, one input per device and one for all
   transcendental  f32 tanh, exp, log, sin modules / numpy's f32 functions; all-gather + tanh
                memory at 4096 devices
   mpi          ``mpiexec -n 2`` / local on a per-device-heavy (matmul) module; all-reduce
@@ -379,7 +380,9 @@ ENTRY main {{
 def bench_argmax(rounds: int) -> list[dict]:
     """The whole module (reshape, iota, the variadic reduce with JAX's comparator) / numpy's
     argmax or argmin on the same f32[256,1024] (many ties, no NaN: numpy stops at a NaN), per
-    axis and flattened; also the reduce's fold alone."""
+    axis and flattened; also the reduce's fold alone (``fold_only`` in the JSON). Then argmax
+    at 8 devices, along axis 1 and flattened: one input per device (f32[8,256,1024], / numpy
+    on all of it) and one input for all (held once, / numpy on the one input)."""
     from interpreter.ops.reduce import fold_arg_reduce
     from neuron_sim.hlo.arg_reducers import ArgReducer
 
@@ -406,12 +409,31 @@ def bench_argmax(rounds: int) -> list[dict]:
                 "module": lambda: seconds(lambda: interpreter.execute(module, [x]), 5),
                 "fold": lambda: seconds(lambda: fold_arg_reduce(
                     values, indices, low, zero, ArgReducer(direction, True), axis=1 + dim,
-                    increasing=True), 5),
+                    increasing=True, positions=True), 5),
                 "numpy": lambda: seconds(lambda: numpy_fn(x, axis=axis), 20)}, rounds)
             records.append(goal(f"arg{direction} {label} (module) / numpy.arg{direction}",
                                 ratios(times["module"], times["numpy"]), 10.0,
                                 fold_only=statistics.median(ratios(times["fold"],
                                                                    times["numpy"]))))
+    per_device = (rng.integers(-8, 8, size=(8, 256, 1024)) / 2).astype(np.float32)
+    for label, (shape, dim, out, axis) in cases.items():
+        if axis == 0:
+            continue
+        module = parse_module(ARGMAX.format(shape=shape, dim=dim, out=out).replace(
+            "HloModule argmax_bench", "HloModule argmax_bench, num_partitions=8"))
+        flat = per_device.reshape(8, -1)
+        times = alternating({
+            "per_device": lambda: seconds(lambda: interpreter.execute(module, [per_device]), 2),
+            "numpy_all": lambda: seconds(lambda: np.argmax(per_device, axis=2) if axis
+                                         else np.argmax(flat, axis=1), 5),
+            "replicated": lambda: seconds(lambda: interpreter.execute(module, [x]), 5),
+            "numpy_one": lambda: seconds(lambda: np.argmax(x, axis=axis), 20)}, rounds)
+        records.append(goal(f"argmax {label} at 8 devices, one input per device (module) / "
+                            "numpy.argmax on [8, ...]",
+                            ratios(times["per_device"], times["numpy_all"]), 10.0))
+        records.append(goal(f"argmax {label} at 8 devices, one input for all (module) / "
+                            "numpy.argmax on it",
+                            ratios(times["replicated"], times["numpy_one"]), 10.0))
     return records
 
 
