@@ -466,31 +466,34 @@ class HloModule:
     def call_depth(self) -> int:
         """The longest chain of computations called inside one another from the entry (0: the
         entry calls nothing), walked without recursion; a call cycle counts as unbounded
-        (``sys.maxsize``), since it never ends."""
+        (``sys.maxsize``), since it never ends. The interpreter checks it on every execute, so
+        each computation's callees are collected once, straight from the attributes that name
+        computations."""
         import sys
 
-        if self.entry is None:
+        entry = self.entry
+        if entry is None:
             return 0
         depth: dict[HloComputation, int] = {}
-        on_path: set[HloComputation] = set()
-        stack: list[tuple[HloComputation, bool]] = [(self.entry, False)]
+        callees = {entry: _callees(entry)}
+        on_path = {entry}
+        stack = [(entry, iter(callees[entry]))]
         while stack:
-            comp, done = stack.pop()
-            callees = [c for inst in comp.instructions for c in inst.called_computations]
-            if done:
-                on_path.discard(comp)
-                depth[comp] = max((depth[c] + 1 for c in callees), default=0)
-                continue
-            if comp in depth:
-                continue
-            on_path.add(comp)
-            stack.append((comp, True))
-            for callee in callees:
+            computation, pending = stack[-1]
+            for callee in pending:
                 if callee in on_path:
                     return sys.maxsize
                 if callee not in depth:
-                    stack.append((callee, False))
-        return depth[self.entry]
+                    on_path.add(callee)
+                    callees[callee] = _callees(callee)
+                    stack.append((callee, iter(callees[callee])))
+                    break
+            else:
+                stack.pop()
+                on_path.discard(computation)
+                depth[computation] = max((depth[c] + 1 for c in callees[computation]),
+                                         default=0)
+        return depth[entry]
 
     def remove_dead_computations(self) -> None:
         reachable: set[HloComputation] = set()
@@ -622,3 +625,17 @@ def print_module(module: HloModule) -> str:
                                    signature=module.style_signatures,
                                    index_comments=module.style_index_comments))
     return "\n\n".join(blocks) + "\n\n"
+
+
+def _callees(computation: HloComputation) -> list[HloComputation]:
+    """The computations ``computation``'s instructions call (their ``called_computations``,
+    read from the attributes without building a list per instruction)."""
+    called: list[HloComputation] = []
+    for inst in computation.instructions:
+        attrs = inst.attrs
+        if COMPUTATION_ATTRIBUTES.isdisjoint(attrs):
+            continue
+        for key in COMPUTATION_ATTRIBUTES.intersection(attrs):
+            value = attrs[key]
+            called.extend(value if isinstance(value, tuple) else (value,))
+    return called
