@@ -94,7 +94,14 @@ class ElementType(enum.Enum):
 
     @property
     def numpy_dtype(self) -> np.dtype:
-        """The numpy dtype that holds this type's values (ml_dtypes for the narrow ones)."""
+        """The numpy dtype that holds this type's values (ml_dtypes for the narrow ones); looked
+        up once per type (the interpreter asks for it on every operation)."""
+        found = _NUMPY_DTYPES.get(self)
+        if found is None:
+            found = _NUMPY_DTYPES[self] = self._find_numpy_dtype()
+        return found
+
+    def _find_numpy_dtype(self) -> np.dtype:
         if self._numpy_name is None:
             raise TypeError(f"{self.spelling} has no array representation")
         if hasattr(np, self._numpy_name) and self._numpy_name in _NUMPY_NATIVE:
@@ -120,18 +127,22 @@ class ElementType(enum.Enum):
 
     @classmethod
     def from_numpy(cls, dtype: np.dtype) -> "ElementType":
-        """The element type whose numpy dtype is ``dtype``."""
-        dtype = np.dtype(dtype)
-        for et in cls:
-            if et.is_array_type:
-                try:
-                    if et.numpy_dtype == dtype:
-                        return et
-                except TypeError:
-                    continue
-        raise KeyError(f"no HLO element type for numpy dtype {dtype}")
+        """The element type whose numpy dtype is ``dtype`` (the first in declaration order)."""
+        if not _FROM_NUMPY:
+            for et in cls:
+                if et.is_array_type:
+                    try:
+                        _FROM_NUMPY.setdefault(et.numpy_dtype, et)
+                    except TypeError:  # a narrow type this ml_dtypes lacks
+                        continue
+        found = _FROM_NUMPY.get(dtype if isinstance(dtype, np.dtype) else np.dtype(dtype))
+        if found is None:
+            raise KeyError(f"no HLO element type for numpy dtype {np.dtype(dtype)}")
+        return found
 
 
+_NUMPY_DTYPES: dict[ElementType, np.dtype] = {}
+_FROM_NUMPY: dict[np.dtype, ElementType] = {}
 _NUMPY_NATIVE = {"bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                  "float16", "float32", "float64", "complex64", "complex128"}
 _FLOATS_WITH_INF = {ElementType.BF16, ElementType.F16, ElementType.F32, ElementType.F64,
