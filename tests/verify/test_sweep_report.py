@@ -136,3 +136,17 @@ def test_cli_plot_writes_a_png(tmp_path):
     plot = tmp_path / "heat.png"
     main(["sweep", "--preset", "trn1.2xlarge", "--plot", str(plot)])
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_plot_format_follows_the_suffix(tmp_path, capsys):
+    """--plot heat.svg writes SVG (an XML document with an <svg> element), not PNG bytes
+    under that name; a suffix matplotlib is not asked for (.txt) is a usage error, exit 2,
+    before anything runs, and nothing is written."""
+    pytest.importorskip("matplotlib")
+    svg = tmp_path / "heat.svg"
+    main(["sweep", "--preset", "trn1.2xlarge", "--plot", str(svg)])
+    assert b"<svg" in svg.read_bytes()[:2000]
+    text = tmp_path / "heat.txt"
+    assert main(["sweep", "--preset", "trn1.2xlarge", "--plot", str(text)]) == 2
+    assert "heat.txt: the heatmap is written as .png, .pdf, .svg" in capsys.readouterr().err
+    assert not text.exists()

@@ -54,8 +54,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sweep.add_argument("--json", metavar="OUT",
                        help="write every case, the per-pass counts and the time to OUT")
     sweep.add_argument("--plot", metavar="OUT.png",
-                       help="write a PNG heatmap of topology x offset form per pass "
-                            "(needs matplotlib: pip install 'neuron-sim[plot]')")
+                       help="write a heatmap of topology x offset form per pass, as PNG, PDF "
+                            "or SVG by OUT's suffix (needs matplotlib: pip install "
+                            "'neuron-sim[plot]')")
 
 
 def _check_plot_available() -> None:
@@ -70,7 +71,8 @@ def run_sweep(args: argparse.Namespace) -> int:
     from neuron_sim.outputs import atomic_write_text, check_output_file, same_file
     from passes.registry import parse_pass_list
     from verify.sweep.generator import PRESETS, generate
-    from verify.sweep.report import print_report, sweep_json, write_heatmap
+    from verify.sweep.report import (PLOT_FORMATS, plot_format, print_report, sweep_json,
+                                     write_heatmap)
     from verify.sweep.runner import default_passes, run_cases
 
     if not 2 <= args.max_devices <= MAX_GRID_DEVICES:
@@ -85,6 +87,10 @@ def run_sweep(args: argparse.Namespace) -> int:
     if args.json and args.plot and same_file(args.json, args.plot):
         raise UsageError("--json and --plot name the same file")
     if args.plot:
+        if plot_format(args.plot) is None:
+            raise UsageError(f"--plot {args.plot}: the heatmap is written as "
+                             + ", ".join(f".{f}" for f in PLOT_FORMATS)
+                             + "; name a file with one of those suffixes")
         _check_plot_available()
         check_output_file(args.plot, option="--plot")
     if args.json:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
 from passes.analysis.lazy import LazyModule
@@ -307,8 +308,19 @@ def _column(case: Case) -> str:
     return case.offset_form + ("+fused" if case.fused else "")
 
 
+PLOT_FORMATS = ("png", "pdf", "svg")
+
+
+def plot_format(path: str | Path) -> str | None:
+    """The image format a heatmap file name asks for (its suffix), None if not one of
+    ``PLOT_FORMATS``."""
+    suffix = Path(path).suffix.lower().lstrip(".")
+    return suffix if suffix in PLOT_FORMATS else None
+
+
 def write_heatmap(path: str, results: Sequence[CaseResult], passes: Sequence[str]) -> None:
-    """A PNG: one panel per pass, topology x offset form, coloured by the worst outcome."""
+    """An image (PNG, PDF or SVG by ``path``'s suffix): one panel per pass, topology x offset
+    form, coloured by the worst outcome."""
     import io
 
     import matplotlib
@@ -335,6 +347,6 @@ def write_heatmap(path: str, results: Sequence[CaseResult], passes: Sequence[str
     figure.legend(handles=[Patch(color=c, label=l) for c, l in zip(HEAT_COLORS, HEAT_LABELS)],
                   loc="lower center", ncol=4, fontsize=7, bbox_to_anchor=(0.5, -0.02))
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=150, bbox_inches="tight")
+    figure.savefig(buffer, format=plot_format(path), dpi=150, bbox_inches="tight")
     plt.close(figure)
     atomic_write(path, lambda handle: handle.write(buffer.getvalue()))
