@@ -225,7 +225,6 @@ def check_ar_ds(k):
 
 def check_ppermute(perm):
     def check(a, o):
-        d = a[0].shape[0]
         want = np.zeros_like(a[0])
         for src, dst in perm:
             want[dst] = a[0][src]

@@ -12,8 +12,6 @@ folds them into (tests/data/passes/inline_weights/ holds them as .npy, equal to 
 
 from __future__ import annotations
 
-import numpy as np
-
 
 def define(corpus) -> None:
     jnp, lax = corpus.jnp, corpus.lax

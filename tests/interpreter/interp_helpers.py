@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 import interpreter
-from neuron_sim.hlo import parse_module
+from neuron_sim.hlo import HloModule, parse_module
 from neuron_sim.topology import Topology
 
 
-def module(body: str, *, header: str = "", computations: str = "") -> "HloModule":
+def module(body: str, *, header: str = "", computations: str = "") -> HloModule:
     """A module whose ENTRY computation has ``body`` (instructions, last one ROOT)."""
     lines = [line.strip() for line in body.strip().splitlines() if line.strip()]
     if not any(line.startswith("ROOT ") for line in lines):

@@ -24,7 +24,6 @@ import signal
 import sys
 from pathlib import Path
 
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
