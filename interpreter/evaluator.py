@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import sys
 import time
 from typing import Callable, Iterator, Sequence
 
@@ -37,7 +38,7 @@ from interpreter.ops.cache import ComputationCache
 from interpreter.ops.elementwise import direct_ufunc
 from interpreter.transport import Transport
 from interpreter.values import (TOKEN, PerDevice, Replicated, TupleValue, Value, batched,
-                                numpy_dtype)
+                                compacted, numpy_dtype)
 
 
 class Frame:
@@ -112,7 +113,7 @@ class OpContext:
 
 
 _Plan = list[tuple[HloInstruction, tuple[HloInstruction, ...], tuple[HloInstruction, ...], object,
-                   np.ufunc | None]]
+                   np.ufunc | None, tuple[int, ...]]]
 
 
 class Deadline:
@@ -180,7 +181,7 @@ class Evaluator:
         if devices is None:
             devices = np.arange(self.topology.num_devices, dtype=np.int64)
         with np.errstate(all="ignore"):  # wrap-around and inf/NaN are semantics, not warnings
-            return self.evaluate(self.module.entry, args, Frame(devices))
+            return compacted(self.evaluate(self.module.entry, args, Frame(devices)))
 
     def evaluate(self, computation: HloComputation, args: Sequence[Value], frame: Frame
                  ) -> Value:
@@ -190,7 +191,7 @@ class Evaluator:
             plan = self._plans[computation] = plan_of(computation)
         deadline = self.deadline
         env: dict[HloInstruction, Value] = {}
-        for inst, operands, dead, implementation, direct in plan:
+        for inst, operands, dead, implementation, direct, donors in plan:
             if deadline is not None:
                 deadline.check()
             if implementation is _PARAMETER:
@@ -205,7 +206,7 @@ class Evaluator:
                 values = [env[o] for o in operands]
                 result = None
                 if direct is not None:
-                    result = self._execute_direct(direct, values, frame)
+                    result = self._execute_direct(direct, values, frame, donors)
                 env[inst] = result if result is not None else \
                     self._execute(inst, implementation, values, frame)
             except InterpreterError as error:
@@ -221,10 +222,16 @@ class Evaluator:
         """Execute one instruction on its operand values."""
         return self._execute(inst, REGISTRY.get(inst.opcode), args, frame)
 
-    def _execute_direct(self, ufunc: np.ufunc, args: list[Value], frame: Frame) -> Value | None:
+    def _execute_direct(self, ufunc: np.ufunc, args: list[Value], frame: Frame,
+                        donors: tuple[int, ...] = ()) -> Value | None:
         """An op that is one ufunc call (``interpreter.ops.elementwise.direct_ufunc``) on array
         values, without the op table's dispatch and checks; None if an operand is not an
-        array value (the general path then reports it)."""
+        array value (the general path then reports it).
+
+        ``donors``: positions of operands whose instruction has no later user (the plan's
+        liveness). The result is written into the first of them whose memory nothing else
+        can reach (``reusable_buffer``), so that a large elementwise op on a value just
+        produced (a gathered gigabyte, say) does not hold two copies at once."""
         arrays = []
         replicated = True
         for value in args:
@@ -234,12 +241,21 @@ class Evaluator:
             elif kind is not Replicated:
                 return None
             arrays.append(value.array)
+        value = None  # the loop's last operand: no reference to it may outlive the loop
         self.instructions_executed += 1
         if frame.devices is not None:
             self.device_instructions += frame.n
-        result = ufunc(*arrays)
-        if type(result) is not np.ndarray:  # a 0-d operation gives a numpy scalar
-            result = np.asarray(result)
+        out = None
+        for position in donors:  # the size test here: small ops pay no call
+            if arrays[position].nbytes >= IN_PLACE_MIN_BYTES:
+                out = reusable_buffer(args, donors, arrays)
+                break
+        if out is not None:
+            result = ufunc(*arrays, out=out)
+        else:
+            result = ufunc(*arrays)
+            if type(result) is not np.ndarray:  # a 0-d operation gives a numpy scalar
+                result = np.asarray(result)
         return Replicated(result) if replicated else PerDevice(result)
 
     def _execute(self, inst: HloInstruction, implementation, args: list[Value], frame: Frame
@@ -437,8 +453,8 @@ def plan_of(computation: HloComputation) -> _Plan:
 
 def _make_plan(computation: HloComputation) -> _Plan:
     """Instructions in order, each with its operands, the values it is the last user of (freed
-    after it runs), its implementation (looked up once) and, for an op that is one ufunc call,
-    that ufunc."""
+    after it runs), its implementation (looked up once), for an op that is one ufunc call that
+    ufunc, and the positions of the operands it may write its result into (``donors_of``)."""
     order = computation.instructions
     last_use: dict[HloInstruction, int] = {}
     for index, inst in enumerate(order):
@@ -448,10 +464,116 @@ def _make_plan(computation: HloComputation) -> _Plan:
     for inst, index in last_use.items():
         if inst is not computation.root:
             dead_at.setdefault(index, []).append(inst)
-    return [(inst, tuple(inst.operands), tuple(dead_at.get(i, ())),
-             _PARAMETER if inst.opcode is Opcode.PARAMETER else REGISTRY.get(inst.opcode),
-             direct_ufunc(inst))
-            for i, inst in enumerate(order)]
+    plan = []
+    for i, inst in enumerate(order):
+        dead = tuple(dead_at.get(i, ()))
+        direct = direct_ufunc(inst)
+        plan.append((inst, tuple(inst.operands), dead,
+                     _PARAMETER if inst.opcode is Opcode.PARAMETER else REGISTRY.get(inst.opcode),
+                     direct, donors_of(inst, dead) if direct is not None else ()))
+    return plan
+
+
+def donors_of(inst: HloInstruction, dead: Sequence[HloInstruction]) -> tuple[int, ...]:
+    """Positions of ``inst``'s operands that may hold its result: values computed in this
+    computation (not parameters, which the caller holds, nor constants, which the module
+    holds) whose last user is ``inst``, named once among its operands, with the result's
+    shape and element type. Whether the memory is really unshared is decided when it runs
+    (``reusable_buffer``): a view, a tuple or an outer caller may still reach it."""
+    shape = inst.shape
+    operands = inst.operands
+    donors = []
+    for position, operand in enumerate(operands):
+        if any(d is operand for d in dead) \
+                and operand.opcode not in (Opcode.PARAMETER, Opcode.CONSTANT) \
+                and sum(o is operand for o in operands) == 1 and operand.shape == shape:
+            donors.append(position)
+    return tuple(donors)
+
+
+# Below this many bytes a fresh result costs less than finding out whether an operand's memory
+# may be reused; small ops (a loop body's f32[64] adds) never look.
+IN_PLACE_MIN_BYTES = 1 << 16
+
+
+def _reference_counts(args: list, position: int) -> tuple[list[int], object]:
+    """The reference counts of ``args[position]``, its array and every array on the array's
+    chain of bases, and the object at the end of the chain (None for memory numpy allocated).
+    Counted with no local reference to the value, so that the counts of a value and of the
+    calibration below differ exactly by the references someone else holds."""
+    counts = [sys.getrefcount(args[position])]
+    node = args[position].array
+    while isinstance(node, np.ndarray):
+        counts.append(sys.getrefcount(node))
+        node = node.base
+    return counts, node
+
+
+def _calibrate() -> tuple[int, int, int]:
+    """The counts ``_reference_counts`` sees for a value held only where the evaluator holds
+    an operand (its environment, the operand list, the list of operand arrays), whose array is
+    a view of memory that only that view references: (value, its array, a base)."""
+    owner = np.empty(2, np.float32)
+    value = PerDevice(owner[:])
+    del owner
+    env = {0: value}
+    args = [value]
+    arrays = [value.array]
+    del value
+    counts, end = _reference_counts(args, 0)
+    assert end is None and len(counts) == 3 and env and arrays
+    return counts[0], counts[1], counts[2]
+
+
+_VALUE_REFS, _ARRAY_REFS, _BASE_REFS = _calibrate()
+
+
+def _fits(arrays: list[np.ndarray], position: int) -> bool:
+    """Whether ``arrays[position]`` could hold the ufunc's result: large enough to be worth
+    it, contiguous, of every operand's dtype and of their broadcast shape."""
+    candidate = arrays[position]
+    if candidate.nbytes < IN_PLACE_MIN_BYTES or not (
+            candidate.flags.c_contiguous or candidate.flags.f_contiguous):
+        return False
+    dtype = candidate.dtype
+    if any(a.dtype != dtype for a in arrays):
+        return False
+    return len(arrays) == 1 or np.broadcast_shapes(*(a.shape for a in arrays)) \
+        == candidate.shape
+
+
+def reusable_buffer(args: list[Value], donors: Sequence[int], arrays: list[np.ndarray]
+                    ) -> np.ndarray | None:
+    """The array of the first donor operand that can receive the ufunc's result on
+    ``arrays`` (the operands' arrays, in ``args`` order), made writable; None if none can.
+
+    It can when it is large enough to matter, contiguous (so no element aliases another), of
+    the result's dtype and broadcast shape, and nothing but the evaluator reaches it: the value
+    is referenced only by the evaluator's environment and operand list, its array only by the
+    value and the operand arrays, and its memory was allocated by numpy and is referenced by
+    nothing but that array (another view of it, a tuple holding the value, a caller or a cache
+    would each add a reference). Writing the result there changes nothing observable: the
+    operand's instruction has no later user (the plan), and elementwise, each output element
+    depends only on the input element at its own position.
+    """
+    for position in donors:
+        if not _fits(arrays, position):
+            continue
+        # Counted before this function holds its own reference to the array.
+        counts, end = _reference_counts(args, position)
+        if end is not None or counts[0] != _VALUE_REFS or counts[1] != _ARRAY_REFS \
+                or any(c != _BASE_REFS for c in counts[2:]):
+            continue
+        candidate = arrays[position]
+        owner = candidate
+        while owner.base is not None:
+            owner = owner.base
+        if not (owner.flags.owndata and owner.flags.writeable):
+            continue
+        if not candidate.flags.writeable:
+            candidate.flags.writeable = True  # a read-only view of memory no one else sees
+        return candidate
+    return None
 
 
 _PLANS: ComputationCache[_Plan] = ComputationCache(_make_plan)

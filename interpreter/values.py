@@ -11,7 +11,10 @@ scalar computation is applied elementwise, one per element). A value is
 
 Ops work on *batched* arrays: a replicated value is seen as ``array[None]`` (a leading axis of
 size 1 that broadcasts), a per-device value as its stacked array, so one numpy call computes an
-op for every device at once. Values are never modified in place once created.
+op for every device at once. Values are never modified in place once created, with one
+exception: an elementwise op may write its result into an operand that nothing can reach any
+more (its instruction has no later user and no other reference to its memory exists;
+``interpreter.evaluator.reusable_buffer``).
 """
 
 from __future__ import annotations
@@ -188,6 +191,31 @@ def leaves(value: Value) -> Iterator[Value]:
             yield from leaves(element)
     else:
         yield value
+
+
+def compacted(value: Value) -> Value:
+    """``value`` with every array leaf that is a view of memory at least twice its size (a
+    slice of a large intermediate, say) replaced by a copy of it, so that a result does not
+    keep the whole intermediate alive after the run (the copy is the leaf's size, at most half
+    of what it frees). Other leaves are returned as they are."""
+    if isinstance(value, TupleValue):
+        elements = [compacted(e) for e in value.elements]
+        if all(new is old for new, old in zip(elements, value.elements)):
+            return value
+        return TupleValue(elements)
+    kind = type(value)
+    if kind is not Replicated and kind is not PerDevice:
+        return value
+    array = value.array
+    base = array.base if isinstance(array, np.ndarray) else None
+    if not isinstance(base, np.ndarray) or base.nbytes < 2 * array.nbytes \
+            or base.nbytes < _COMPACT_MIN_BYTES:
+        return value
+    copy = np.array(array, copy=True)
+    return kind(copy)
+
+
+_COMPACT_MIN_BYTES = 1 << 20  # smaller bases are not worth a copy
 
 
 def collapse_if_uniform(array: np.ndarray) -> ArrayValue:
