@@ -38,6 +38,7 @@ from interpreter.backends.mpi.layout import RankLayout, RankLayoutError
 from interpreter.backends.mpi.protocol import (EXIT_INTERNAL, EXIT_MISMATCH, EXIT_TIMEOUT,
                                                MpiRunError)
 from interpreter.backends.mpi.transport import MODES, MpiTransport
+from interpreter.defaults import RUN_TIMEOUT
 from interpreter.errors import CollectiveMismatchError
 from interpreter.evaluator import Evaluator
 from interpreter.transport import collective_groups
@@ -48,7 +49,7 @@ __all__ = ["BLAS_THREAD_VARIABLES", "DEFAULT_TIMEOUT", "MODES", "MpiResult", "Mp
            "limit_blas_threads", "per_rank_path", "ranks_on_this_host", "run_mpi",
            "write_outputs"]
 
-DEFAULT_TIMEOUT = 600.0
+DEFAULT_TIMEOUT = RUN_TIMEOUT  # the watchdog's default (interpreter.defaults)
 
 
 @dataclass
