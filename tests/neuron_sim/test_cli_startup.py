@@ -63,10 +63,13 @@ def test_the_top_level_help_imports_no_command_and_not_numpy():
     assert not any(m.startswith("neuron_sim.hlo") for m in modules)
 
 
-def test_run_help_imports_the_interpreter_but_no_other_command():
+def test_run_help_imports_run_s_parser_but_not_the_interpreter_nor_numpy():
+    """The parser of ``run`` is read; what executes a module (the evaluator, its ops, numpy)
+    is imported only by the handler."""
     modules = imported_by("run", "--help")
     assert "interpreter.commands" in modules
-    assert loaded(modules, HEAVY) == []
+    assert loaded(modules, HEAVY + ("numpy",)) == []
+    assert "interpreter.evaluator" not in modules and "interpreter.run_command" not in modules
 
 
 def test_a_run_imports_nothing_the_run_does_not_use(tmp_path):
