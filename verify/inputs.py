@@ -23,8 +23,10 @@ cycle through *styles* that put those values in:
                a guard for "all elements are -inf" only matters then
 =============  =============================================================================
 
-Parameters marked ``parameter_replication={true}`` get the same value on every device: a
-program may rely on that, and feeding it different values would report a false alarm.
+Parameters declared replicated get the same value on every device: a program may rely on that,
+and feeding it different values would report a false alarm. Declared as XLA reads it
+(``neuron_sim.hlo.replication``): ``parameter_replication={true}``, or on a topology of one
+replica and several partitions (an SPMD program) a ``sharding={replicated}``.
 
 Arrays are stacked per device: ``[D, *shape]``, row ``f`` for flattened device ``f`` (the npz
 format of ARCHITECTURE.md). Tuple-shaped parameters get a tuple of such arrays, one per leaf;
@@ -39,9 +41,9 @@ import ml_dtypes
 import numpy as np
 
 from neuron_sim.errors import UserError
-from neuron_sim.hlo.attributes import Raw
 from neuron_sim.hlo.dtypes import ElementType, Kind
 from neuron_sim.hlo.ir import HloInstruction, HloModule
+from neuron_sim.hlo.replication import declared_replication, spmd_topology
 from neuron_sim.hlo.shapes import ArrayShape, Shape
 from neuron_sim.io import fit_arguments
 from neuron_sim.topology import Topology
@@ -58,23 +60,16 @@ def style_of_trial(trial: int) -> str:
     return STYLES[trial % len(STYLES)]
 
 
-def parameter_replication(param: HloInstruction) -> tuple[bool, ...]:
-    """Per leaf of the parameter's shape: is it marked replicated (``parameter_replication``)?
-
-    XLA prints ``parameter_replication={true}`` (one flag per leaf of a tuple parameter); a
-    single flag applies to every leaf.
-    """
-    leaves = len(list(param.shape.leaves()))
-    value = param.get("parameter_replication")
-    if value is None:
-        return (False,) * leaves
-    text = str(value.text if isinstance(value, Raw) else value).strip().strip("{}")
-    flags = tuple(part.strip().lower() == "true" for part in text.split(",") if part.strip())
-    if len(flags) == 1:
-        return flags * leaves
-    if len(flags) != leaves:
-        return (False,) * leaves
-    return flags
+def parameter_replication(param: HloInstruction, topology: Topology | None = None
+                          ) -> tuple[bool, ...]:
+    """Per leaf of the parameter's shape: is it declared the same on every device? XLA's
+    reading (``neuron_sim.hlo.replication``): ``parameter_replication={true}`` (one flag per
+    leaf of a tuple parameter, a single flag for every leaf) — or, on a ``topology`` of one
+    replica and several partitions (an SPMD program), a ``sharding={replicated}``: the runtime
+    hands such a parameter the same whole array on every partition."""
+    spmd = topology is not None and spmd_topology(topology.replica_count,
+                                                  topology.num_partitions)
+    return declared_replication(param, spmd=spmd)
 
 
 def generate_inputs(module: HloModule, topology: Topology, *, seed: int = 0,
@@ -92,7 +87,7 @@ def generate_inputs(module: HloModule, topology: Topology, *, seed: int = 0,
     values: list[InputValue] = []
     leaf_number = 0
     for param in module.entry.parameters:
-        replicated = parameter_replication(param)
+        replicated = parameter_replication(param, topology)
         leaves = list(param.shape.leaves())
         arrays = []
         for leaf, rep in zip(leaves, replicated):

@@ -2,7 +2,8 @@
 
 ``prove(source, target, topology)`` runs both modules with ``interpreter.symbolic`` on one term
 table: each input element is a variable per (parameter, device, element), one per (parameter,
-element) for a leaf marked ``parameter_replication`` (what the sampled inputs do too).
+element) for a leaf declared replicated (``verify.inputs.parameter_replication``, as the sampled
+inputs do).
 Equal handles on every output element of every device prove the target equal to the source for
 all inputs on that topology — modulo the reassociation of reductions (a reduction by add,
 multiply, min, max, and, or, xor is compared as the multiset of what it reduces; XLA leaves
@@ -63,9 +64,9 @@ class Proof:
     table: TermTable | None = field(default=None, repr=False)
 
 
-def replication_flags(module: HloModule) -> list[tuple[bool, ...]]:
-    """Per entry parameter, per leaf: is it declared replicated?"""
-    return [parameter_replication(p) for p in module.entry.parameters]
+def replication_flags(module: HloModule, topology: Topology) -> list[tuple[bool, ...]]:
+    """Per entry parameter, per leaf: is it declared replicated on ``topology``?"""
+    return [parameter_replication(p, topology) for p in module.entry.parameters]
 
 
 def prove(source: HloModule, target: HloModule, topology: Topology, *,
@@ -73,7 +74,7 @@ def prove(source: HloModule, target: HloModule, topology: Topology, *,
     """Compare ``source`` and ``target`` symbolically on every device of ``topology``."""
     start = time.perf_counter()
     table = TermTable()
-    flags = replication_flags(source)
+    flags = replication_flags(source, topology)
     try:
         with time_limit(timeout):
             left = run_symbolic(source, topology, table, flags)
@@ -115,7 +116,7 @@ def separating_inputs(module: HloModule, topology: Topology, seed: int) -> list[
     different terms over the variables almost surely take different values on them."""
     rng = np.random.default_rng(seed)
     values = []
-    for param, flags in zip(module.entry.parameters, replication_flags(module)):
+    for param, flags in zip(module.entry.parameters, replication_flags(module, topology)):
         leaves = param.shape.leaves() if param.shape.is_tuple else [param.shape]
         made = []
         for position, shape in enumerate(leaves):

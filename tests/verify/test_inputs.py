@@ -16,7 +16,7 @@ HloModule m, num_partitions=4
 ENTRY %main (x: f32[16], i: s32[16], r: f32[8], b: bf16[16], t: (u8[4], pred[4])) -> f32[16] {
   %x = f32[16]{0} parameter(0)
   %i = s32[16]{0} parameter(1)
-  %r = f32[8]{0} parameter(2), parameter_replication={true}
+  %r = f32[8]{0} parameter(2), sharding={replicated}
   %b = bf16[16]{0} parameter(3)
   %t = (u8[4]{0}, pred[4]{0}) parameter(4)
   ROOT %n = f32[16]{0} negate(%x)
@@ -58,9 +58,15 @@ def test_a_replicated_parameter_is_the_same_on_every_device(module, style):
     assert all(r[f].tobytes() == r[0].tobytes() for f in range(4))
 
 
-def test_parameter_replication_is_read_per_leaf(module):
-    assert parameter_replication(module.entry.parameter(2)) == (True,)
-    assert parameter_replication(module.entry.parameter(4)) == (False, False)
+def test_replication_is_read_per_leaf_as_xla_reads_it(module):
+    """One replica, four partitions (an SPMD program): the sharding declares it; on replicas
+    (4x1) only parameter_replication would (neuron_sim.hlo.replication)."""
+    assert parameter_replication(module.entry.parameter(2), TOPOLOGY) == (True,)
+    assert parameter_replication(module.entry.parameter(2), Topology(4, 1)) == (False,)
+    assert parameter_replication(module.entry.parameter(4), TOPOLOGY) == (False, False)
+    marked = parse_module(MODULE.replace("sharding={replicated}", "parameter_replication={true}"))
+    assert parameter_replication(marked.entry.parameter(2), Topology(4, 1)) == (True,)
+    assert parameter_replication(marked.entry.parameter(2), TOPOLOGY) == (False,)
 
 
 def test_distinct_inputs_have_ties_within_a_device(module):
