@@ -3,9 +3,11 @@
 For every program defined below this script writes
 
 * ``NAME.hlo``  -- HLO text dumped by XLA: either the optimized, SPMD-partitioned
-  module (``jax.jit(f).lower(*a).compile().as_text()``, kind "compiled") or the
+  module (``jax.jit(f).lower(*a).compile().as_text()``, kind "compiled"), the
   unoptimized module (``jax.jit(f).lower(*a).as_text(dialect="hlo")``, kind
-  "lowered");
+  "lowered"), or XLA's module right after its SPMD partitioner, before fusion and the other
+  optimizations (``--xla_dump_hlo_pass_re=spmd-partitioning``, kind "partitioned": what a
+  backend compiler's own pipeline receives);
 * ``NAME.npz``  -- per-device inputs ``arg{i}`` and JAX's per-device outputs
   ``out{j}``, each stacked along a leading device axis of size
   ``D = replica_count * num_partitions`` (flattened device id
@@ -37,6 +39,7 @@ import io  # noqa: E402
 import json  # noqa: E402
 import re  # noqa: E402
 import sys  # noqa: E402
+import tempfile  # noqa: E402
 import zipfile  # noqa: E402
 import zlib  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -125,7 +128,7 @@ TAGGED_OPCODES = {
 @dataclasses.dataclass
 class Case:
     name: str
-    kind: str  # "compiled" | "lowered"
+    kind: str  # "compiled" | "lowered" | "partitioned"
     description: str
     features: list[str]
     fn: Callable[..., Any]
@@ -167,11 +170,11 @@ def spmd(name, description, features, fn, args, *, mesh, axes, in_specs, out_spe
 
 
 def named(name, description, features, fn, args, *, mesh, axes, in_specs, out_specs=None,
-          reference):
+          reference, kind="compiled"):
     """Register a jit + NamedSharding program: XLA's SPMD partitioner inserts the collectives
     (printed as mesh-form replica groups). ``reference`` computes the global outputs with numpy
     from the global inputs, independently of JAX."""
-    CASES.append(Case(name, "compiled", description, ["named_sharding", *features], fn, args,
+    CASES.append(Case(name, kind, description, ["named_sharding", *features], fn, args,
                       mesh, axes, in_specs, out_specs, named=True, reference=reference))
 
 
@@ -1068,15 +1071,24 @@ def run_named(case: Case):
     kwargs = {}
     if case.out_specs is not None:
         kwargs["out_shardings"] = NamedSharding(mesh, case.out_specs)
-    with jax.set_mesh(mesh):
+    with jax.set_mesh(mesh), tempfile.TemporaryDirectory() as dump:
         gargs = [jax.device_put(a, sh) for a, sh in zip(case.args, in_shardings)]
-        compiled = jax.jit(case.fn, in_shardings=in_shardings, **kwargs).lower(*gargs).compile()
+        lowered = jax.jit(case.fn, in_shardings=in_shardings, **kwargs).lower(*gargs)
+        options = {} if case.kind != "partitioned" else {
+            "xla_dump_to": dump, "xla_dump_hlo_pass_re": "spmd-partitioning"}
+        compiled = lowered.compile(compiler_options=options)
         res = jax.tree_util.tree_leaves(compiled(*gargs))
+        partitioned = [f.read_text() for f in
+                       sorted(Path(dump).glob("*.after_spmd-partitioning.*.txt"))]
     want = jax.tree_util.tree_leaves(case.reference(*case.args))
     assert len(want) == len(res), case.name
     for j, (got, ref) in enumerate(zip(res, want)):
         _assert_eq(_np(got), np.asarray(ref, dtype=_np(got).dtype), f"{case.name} out{j}")
-    text, large_constants = compiled_text(compiled)
+    if case.kind == "partitioned":
+        assert len(partitioned) == 1, partitioned
+        text, large_constants = partitioned[0], False
+    else:
+        text, large_constants = compiled_text(compiled)
     devices = list(compiled.runtime_executable().local_devices())
     assert [d.id for d in devices] == list(range(len(devices))), devices
     return (text, large_constants, devices, [per_device(a, devices) for a in gargs],
@@ -1132,7 +1144,7 @@ def run_case(case: Case) -> dict:
 
     replicas, partitions = header_ints(text)
     d = replicas * partitions
-    if case.kind == "compiled" and case.mesh is not None:
+    if case.kind in ("compiled", "partitioned") and case.mesh is not None:
         assert replicas == 1 and partitions == int(np.prod(case.mesh)), (replicas, partitions)
         assert len(devices) == d
     else:

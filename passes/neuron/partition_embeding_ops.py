@@ -15,12 +15,12 @@ Accepted (each gate declines otherwise; ``rejection`` says which):
    (``collapsed_slice_dims`` either ``{0}`` or ``{}``: JAX's lowered and compiled forms);
 3. an integer or float element type (not pred or complex) and integer indices;
 4. the table *and the indices* are provably the same on every device
-   (``device_invariant_values``): constants, entry parameters marked
-   ``parameter_replication={true}``, and what only they compute. The indices matter as much as
-   the table: the all-reduce adds the rows *other* partitions looked up, which are this
-   partition's rows only if they looked up the same ids. A ``sharding={replicated}``
-   annotation is not taken as proof (the verifier feeds every device its own values, and a
-   JAX dump does not print ``parameter_replication``);
+   (``device_invariant_values``): constants, entry parameters declared replicated as XLA reads
+   it (``neuron_sim.hlo.replication``: ``parameter_replication={true}`` on several replicas;
+   ``sharding={replicated}`` on one replica and several partitions, an SPMD program), and what
+   only they compute. The indices matter as much as the table: the all-reduce adds the rows
+   *other* partitions looked up, which are this partition's rows only if they looked up the
+   same ids. The verifier feeds exactly those parameters the same values on every device;
 5. the topology has P > 1 partitions (``PassContext.topology_for``) and P divides the rows V.
 
 Emitted, with n = V / P and p = partition-id (converted to the index type T)::
@@ -50,9 +50,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from neuron_sim.hlo.attributes import Raw
 from neuron_sim.hlo.builder import ComputationBuilder, make_instruction
 from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
+from neuron_sim.hlo.replication import declared_replication, spmd_topology
 from neuron_sim.hlo.literals import Literal
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import ArrayShape
@@ -71,25 +71,27 @@ PURE_CALLERS = frozenset({Opcode.REDUCE, Opcode.REDUCE_WINDOW, Opcode.SCATTER, O
                           Opcode.MAP, Opcode.SELECT_AND_SCATTER})
 
 
-def is_replicated_parameter(param: HloInstruction) -> bool:
-    """An entry parameter whose one array leaf is marked ``parameter_replication={true}``."""
+def is_replicated_parameter(param: HloInstruction, *, spmd: bool = False) -> bool:
+    """An entry parameter whose one array leaf is declared the same on every device
+    (``neuron_sim.hlo.replication``: ``parameter_replication={true}``, or with ``spmd`` — one
+    replica, several partitions — a ``sharding={replicated}``, as XLA reads it)."""
     comp = param.parent
     if comp is None or not comp.is_entry:
         return False
-    flag = param.get("parameter_replication")
-    text = str(flag.text if isinstance(flag, Raw) else flag).strip().strip("{}").strip()
-    return text.lower() == "true"
+    flags = declared_replication(param, spmd=spmd)
+    return len(flags) == 1 and flags[0]
 
 
-def device_invariant_values(comp: HloComputation) -> set[HloInstruction]:
+def device_invariant_values(comp: HloComputation, *, spmd: bool = False
+                            ) -> set[HloInstruction]:
     """The instructions of ``comp`` that provably hold the same value on every device:
-    constants, replicated entry parameters, and what only they feed — no partition-id,
-    replica-id, rng, infeed, recv, custom-call or collective on the way, and no call, fusion,
-    loop or conditional (their bodies are not analysed)."""
+    constants, replicated entry parameters (``is_replicated_parameter``), and what only they
+    feed — no partition-id, replica-id, rng, infeed, recv, custom-call or collective on the way,
+    and no call, fusion, loop or conditional (their bodies are not analysed)."""
     invariant: set[HloInstruction] = set()
     for inst in comp.post_order():
         if inst.opcode is Opcode.PARAMETER:
-            ok = is_replicated_parameter(inst)
+            ok = is_replicated_parameter(inst, spmd=spmd)
         elif inst.opcode in DEVICE_DEPENDENT or inst.opcode.is_collective:
             ok = False
         elif inst.called_computations and inst.opcode not in PURE_CALLERS:
@@ -170,12 +172,15 @@ class PartitionEmbedingOps(OpExpanderPass):
         reason = row_lookup_rejection(inst)
         if reason is not None:
             return reason
-        invariant = self.invariant_values(inst.parent)
+        topology = self.topology(inst)
+        invariant = self.invariant_values(
+            inst.parent, spmd=spmd_topology(topology.replica_count, topology.num_partitions))
         for operand, what in ((inst.operand(0), "table"), (inst.operand(1), "indices")):
             if operand not in invariant:
                 return (f"the {what} may differ between partitions (only constants, entry "
-                        "parameters marked parameter_replication={true} and what they alone "
-                        "compute count as the same)")
+                        "parameters declared replicated — parameter_replication={true}, or "
+                        "sharding={replicated} with one replica — and what they alone compute "
+                        "count as the same)")
         partitions = self.topology(inst).num_partitions
         rows = inst.operand(0).shape.dims[0]
         if partitions < 2:
@@ -191,15 +196,16 @@ class PartitionEmbedingOps(OpExpanderPass):
         self._invariant: dict[HloComputation, set[HloInstruction]] = {}
         return super().run_on_module(module, context)
 
-    def invariant_values(self, comp: HloComputation) -> set[HloInstruction]:
+    def invariant_values(self, comp: HloComputation, *, spmd: bool = False
+                         ) -> set[HloInstruction]:
         """``device_invariant_values(comp)``, computed once per computation and run (the
         matcher runs on the unmodified module, before any expansion)."""
         cache = getattr(self, "_invariant", None)
         if cache is None:
-            return device_invariant_values(comp)
-        if comp not in cache:
-            cache[comp] = device_invariant_values(comp)
-        return cache[comp]
+            return device_invariant_values(comp, spmd=spmd)
+        if (comp, spmd) not in cache:
+            cache[(comp, spmd)] = device_invariant_values(comp, spmd=spmd)
+        return cache[(comp, spmd)]
 
     def expand(self, inst: HloInstruction) -> HloInstruction:
         comp = inst.parent

@@ -8,8 +8,11 @@ PartitionEmbedingOps (issue 12).
   ``jnp.minimum`` with -inf and with ``finfo.min``, and a dynamic-update-slice into a -inf
   buffer;
 * ``emb_*``: an embedding lookup ``table[ids]`` from a constant (hence replicated) table, on one
-  device and in a shard_map over 8 partitions, and the vocabulary-sharded form XLA's SPMD
-  partitioner builds itself (the table sharded ``P('i', None)`` by NamedSharding).
+  device and in a shard_map over 8 partitions, the vocabulary-sharded form XLA's SPMD
+  partitioner builds itself (the table sharded ``P('i', None)`` by NamedSharding), and a lookup
+  with the table, the ids and the result all replicated over 8 partitions as XLA's module
+  stands right after its SPMD partitioner (kind "partitioned": the gather is not fused yet,
+  and the parameters carry ``sharding={replicated}`` — PartitionEmbedingOps' idiom).
 
 Each single-device program is generated lowered (the idiom survives) and compiled (XLA may
 fuse it away).
@@ -101,3 +104,12 @@ def define(corpus) -> None:
         ["gather", "embedding"], lambda t, i: t[i], [TABLE, ids[:6]],
         mesh=(8,), axes=("i",), in_specs=(P("i", None), P()),
         reference=lambda t, i: t[i])
+
+    corpus.named(
+        "partitioned_emb_replicated_lookup",
+        "table[ids] with the f32[16,3] table (row 5 holds a -0.0), the ids and the result all "
+        "replicated P() over 8 devices: XLA's module right after its SPMD partitioner (every "
+        "partition looks up every row)",
+        ["gather", "embedding"], lambda t, i: t[i], [TABLE, ids[:6]],
+        mesh=(8,), axes=("i",), in_specs=(P(None, None), P()), out_specs=P(),
+        reference=lambda t, i: t[i], kind="partitioned")

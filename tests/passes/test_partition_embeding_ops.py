@@ -4,9 +4,17 @@ all-reduce sum over the partitions of its replica.
 
 Fixture: tests/data/passes/partition_embeding_ops/jax_take_replicated_ids.hlo is JAX's
 lowered ``table[ids]`` (tests/data/jax/lowered_emb_take_constant_table.hlo) with
-``parameter_replication={true}`` added to the ids parameter (JAX does not print it). Expected
+``parameter_replication={true}, sharding={replicated}`` added to the ids parameter (JAX does
+not print them; XLA reads the first on topologies with several replicas, the second on one
+replica and several partitions — neuron_sim.hlo.replication). Expected
 values: JAX's outputs for that program (the same ids on every device give JAX's rows on every
 device), and JAX's own vocabulary-sharded lookup (emb_named_vocab_sharded).
+
+Unedited real dump: tests/data/jax/partitioned_emb_replicated_lookup.hlo is XLA's module right
+after its SPMD partitioner for ``table[ids]`` with table, ids and result replicated over 8
+partitions; its parameters carry ``sharding={replicated}``, which XLA's replication analysis
+reads as replicated across partitions in SPMD mode (hlo_replication_analysis.cc,
+ComputeHloReplication).
 """
 
 from __future__ import annotations
@@ -127,3 +135,35 @@ def test_a_partial_row_slice_is_not_a_row_lookup():
 def test_verify_is_correct_on_one_and_multi_device_topologies(path):
     result = check_pass(load(path), KEY, ["1x1", "1x4", "2x2", "2x4"], minimize=False)
     assert result.status is Status.CORRECT, result.error_line
+
+
+PARTITIONED = JAX_CORPUS / "partitioned_emb_replicated_lookup.hlo"
+
+
+@pytest.mark.parametrize("topology", [Topology(1, 2), Topology(1, 4), Topology(1, 8)])
+def test_it_fires_on_xla_s_partitioned_module_and_matches_jax(topology):
+    """The unedited dump: the table and ids are replicated by their sharding (one replica, P
+    partitions), so the lookup is partitioned; every device's rows equal JAX's outputs."""
+    table, ids, want = jax_case("partitioned_emb_replicated_lookup")  # arg0, arg1, out0: [8, ..]
+    module = load(PARTITIONED)
+    assert get_pass(KEY, topology=topology).run(module) is True
+    assert module.entry.root.opcode is Opcode.ALL_REDUCE
+    got = interpreter.run(module, [table[0], ids[0]], topology)[0]
+    np.testing.assert_array_equal(got, np.broadcast_to(want[0], got.shape))
+    assert np.signbit(got[:, list(ids[0]).index(5), 1]).all()  # row 5's -0.0 keeps its sign
+
+
+def test_on_xla_s_partitioned_module_verify_is_correct_on_one_and_multi_device_topologies():
+    result = check_pass(load(PARTITIONED), KEY, ["1x1", "1x2", "1x4", "1x8"], minimize=False)
+    assert result.status is Status.CORRECT, result.error_line
+    assert [t.changed for t in result.topology_results] == [False, True, True, True]
+
+
+def test_a_replicated_sharding_is_not_taken_as_replication_with_several_replicas():
+    """With 2 replicas a sharding={replicated} parameter is the same only within a replica, so
+    the ids may differ between devices that the rewrite's sum does not span: declined."""
+    module = load(PARTITIONED)
+    rewrite = get_pass(KEY, topology=Topology(2, 4))
+    rewrite.bind()
+    assert rewrite.rejection(gather_of(module)).startswith("the table may differ")
+    assert rewrite.run(module) is False
