@@ -285,7 +285,17 @@ def launch_with_codes(tmp_path: Path, world_size: int, argv: list[str]) -> tuple
     wrapper = (f'{command}; code=$?; echo $code > "{codes}/.rank$PMI_RANK" && '
                f'mv "{codes}/.rank$PMI_RANK" "{codes}/rank$PMI_RANK"; exit $code')
     started = time.monotonic()
-    done = mpiexec(world_size, "-prepend-pattern", LABEL, "sh", "-c", wrapper, timeout=60)
+    try:
+        done = mpiexec(world_size, "-prepend-pattern", LABEL, "sh", "-c", wrapper, timeout=60)
+    except subprocess.TimeoutExpired as expired:  # say what was still alive, for the next look
+        processes = subprocess.run(["ps", "-eo", "pid,ppid,stat,etime,args"],
+                                   capture_output=True, text=True).stdout
+        alive = [line for line in processes.splitlines() if "mpi" in line or "run_modules" in line
+                 or "hydra" in line]
+        codes_seen = sorted(p.name for p in codes.iterdir())
+        pytest.fail(f"mpiexec -n {world_size} did not end within 60 s; exit codes recorded: "
+                    f"{codes_seen}; processes still alive:\n" + "\n".join(alive)
+                    + f"\nstdout: {expired.stdout!r}\nstderr: {expired.stderr!r}")
     elapsed = time.monotonic() - started
     rank_codes = [int((codes / f"rank{k}").read_text()) for k in range(world_size)
                   if (codes / f"rank{k}").exists()]
