@@ -1254,7 +1254,11 @@ JAX is needed only to regenerate these files. Per module NAME:
   (`jax.jit` with `NamedSharding` inputs and sharding constraints; the partitioner prints their
   replica groups in mesh form, `mesh['axis_0'=4,'axis_1'=2] {{'axis_0'}}`), `num_partitions`
   in the header; if XLA elided large constants as `{{...}}` they are printed in full instead);
-  kind "lowered" = `jax.jit(f).lower(*args).as_text(dialect="hlo")` (unoptimized). Paths
+  kind "lowered" = `jax.jit(f).lower(*args).as_text(dialect="hlo")` (unoptimized); kind
+  "partitioned" = XLA's own dump of the module right after its SPMD partitioner, before fusion
+  (`compile(compiler_options={"xla_dump_to": ..., "xla_dump_hlo_pass_re":
+  "spmd-partitioning"})`, the `after_spmd-partitioning` file: what a backend's pipeline
+  receives). Paths
   of Python files in the debug info are relative to the repository root.
 * `NAME.npz`: `arg{{i}}` = ENTRY parameter i, `out{{j}}` = j-th leaf of the ENTRY result
   (tuple flattened), each shaped `[D, *shape]` with D = replica_count * num_partitions
