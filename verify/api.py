@@ -78,7 +78,7 @@ def check_modules(before: HloModule, after: HloModule, topologies: Topologies = 
     verdicts = [_proved(before, after, verify_topology(
         before, after, topology, trials=trials, seed=seed, inputs=inputs, contract=contract,
         runner=runner, timeout=timeout, checks=checks), contract=contract, runner=runner,
-        timeout=timeout, checks=checks, seed=seed,
+        timeout=timeout, checks=checks, seed=seed, max_memory=max_memory,
         proof=proof if inputs is None else "sampled") for topology in topologies]
     result = _summary(name or before.name, before, after, topologies, verdicts, contract,
                       trials=trials if inputs is None else 1, seed=seed, timeout=timeout)
@@ -134,7 +134,7 @@ def check_pass(module: HloModule, passes: Any, topologies: Topologies = None, *,
         else:
             verdict = _verify_bound(module, target, hlo_passes, topology, trials=trials,
                                     seed=seed, inputs=inputs, contract=contract, runner=runner,
-                                    timeout=timeout, checks=checks,
+                                    timeout=timeout, checks=checks, max_memory=max_memory,
                                     proof=proof if inputs is None else "sampled")
             verdict.changed, verdict.rewrites = True, rewrites
             bound = bound or verdict.target is not target
@@ -170,7 +170,7 @@ def check_pass(module: HloModule, passes: Any, topologies: Topologies = None, *,
 
 def _verify_bound(source: HloModule, target: HloModule, hlo_passes: Sequence[HloPass],
                   topology: Topology, *, runner: Runner, proof: str = "auto",
-                  **settings: Any) -> TopologyVerdict:
+                  max_memory: int | None = None, **settings: Any) -> TopologyVerdict:
     """``verify_topology`` of the rewrite, through the ``SourceBinding`` of the one pass that
     declares one (the compared pair, and the parameters held fixed on every device), if any.
     The verdict's target is the compared one (``check_pass`` puts the rewrite back)."""
@@ -189,7 +189,7 @@ def _verify_bound(source: HloModule, target: HloModule, hlo_passes: Sequence[Hlo
                                                        **settings),
                        runner=runner, proof=proof, contract=settings["contract"],
                        timeout=settings["timeout"], checks=settings["checks"],
-                       seed=settings["seed"])
+                       seed=settings["seed"], max_memory=max_memory)
     binding = bindings[0]
     if binding.problem is not None:
         return TopologyVerdict(topology, target=binding.target).fail(
@@ -207,7 +207,8 @@ def _verify_bound(source: HloModule, target: HloModule, hlo_passes: Sequence[Hlo
 
 def _proved(source: HloModule, target: HloModule, verdict: TopologyVerdict, *,
             contract: Contract, runner: Runner, timeout: float | None,
-            checks: Sequence[Check], seed: int, proof: str) -> TopologyVerdict:
+            checks: Sequence[Check], seed: int, proof: str,
+            max_memory: int | None = None) -> TopologyVerdict:
     """``verdict`` with its proof for all inputs (``verify.proof.with_proof``)."""
     def verify(inputs: Sequence[Any]) -> TopologyVerdict:
         return verify_topology(source, target, verdict.topology, trials=1, seed=seed,
@@ -215,7 +216,7 @@ def _proved(source: HloModule, target: HloModule, verdict: TopologyVerdict, *,
                                timeout=timeout, checks=checks)
 
     return with_proof(source, target, verdict, verify=verify, contract=contract,
-                      mode=proof, seed=seed, timeout=timeout)
+                      mode=proof, seed=seed, timeout=timeout, max_memory=max_memory)
 
 
 def breaking_pass(module: HloModule, hlo_passes: Sequence[HloPass], topology: Topology,

@@ -31,8 +31,10 @@ import numpy as np
 
 from interpreter.errors import InterpreterError
 from interpreter.evaluator import time_limit
+from interpreter.memory import estimate_memory
 from interpreter.symbolic import SymbolicUnsupported, TermTable, run_symbolic
 from neuron_sim.hlo.ir import HloModule
+from neuron_sim.sizes import default_memory_limit, format_bytes
 from passes.contracts import Contract
 from neuron_sim.topology import Topology
 from verify.inputs import parameter_replication
@@ -43,6 +45,10 @@ __all__ = ["PROOF_FAILED", "PROOF_MODES", "Proof", "prove", "separating_inputs",
 
 PROOF_FAILED = "ERROR: Could not prove the target correct for all inputs"
 PROOF_MODES = ("auto", "symbolic", "sampled")
+# Bytes per element of a symbolic run: its int64 handle in place of the element, and for a fresh
+# term its table row (3 x 8), its share of the hash slots (at most half full: 2 x 8) and the
+# lookup's temporaries (hash, positions, pending: about 6 x 8).
+SYMBOLIC_BYTES_PER_ELEMENT = 96
 WITNESS_TRIES = 3
 TERM_TEXT = 160
 
@@ -141,18 +147,38 @@ def _random(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -
     return rng.standard_normal(shape).astype(dtype)
 
 
+def symbolic_memory(module: HloModule, topology: Topology) -> int:
+    """An upper bound of the bytes a symbolic run of ``module`` on ``topology`` holds: the
+    interpreter's numeric peak (``interpreter.memory``) counted in elements of the module's
+    narrowest array type, at ``SYMBOLIC_BYTES_PER_ELEMENT`` each."""
+    peak = estimate_memory(module, topology).peak_bytes
+    sizes = [leaf.element_type.numpy_dtype.itemsize for comp in module.computations
+             for inst in comp.instructions for leaf in inst.shape.leaves()
+             if leaf.is_array and leaf.element_type.is_array_type]
+    return peak // max(1, min(sizes, default=1)) * SYMBOLIC_BYTES_PER_ELEMENT
+
+
 def with_proof(source: HloModule, target: HloModule, verdict: TopologyVerdict, *,
                verify: Callable[[Sequence[Any]], TopologyVerdict], contract: Contract,
-               mode: str = "auto", seed: int = 0, timeout: float | None = None
-               ) -> TopologyVerdict:
+               mode: str = "auto", seed: int = 0, timeout: float | None = None,
+               max_memory: int | None = None) -> TopologyVerdict:
     """``verdict`` (a sampled one) with its proof: see the module docstring. ``verify(inputs)``
-    runs the ordinary checks on given inputs under ``contract``."""
+    runs the ordinary checks on given inputs under ``contract``. ``max_memory`` (bytes; None:
+    half of the memory available) bounds the symbolic run: a pair whose ``symbolic_memory``
+    exceeds it is not run symbolically (the proof stops with that reason)."""
     if mode == "sampled" or verdict.status is not Status.CORRECT:
         if verdict.status is Status.CORRECT:
             verdict.proof = "sampled"
         return verdict
     topology = verdict.topology
-    proof = prove(source, target, topology, timeout=timeout)
+    limit = max_memory if max_memory is not None else default_memory_limit()
+    need = symbolic_memory(source, topology) + symbolic_memory(target, topology)
+    if limit is not None and need > limit:
+        proof = Proof("unsupported", f"the symbolic run would need about {format_bytes(need)} "
+                                     "(a term handle and a table row per element), more than "
+                                     f"the memory limit of {format_bytes(limit)}")
+    else:
+        proof = prove(source, target, topology, timeout=timeout)
     verdict.proof_terms = proof.terms
     if proof.outcome == "equal":  # equal everywhere satisfies every contract
         verdict.proof = "all-inputs"

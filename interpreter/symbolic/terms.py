@@ -192,7 +192,8 @@ class TermTable:
         dtype = values.dtype
         op = self.operator(("constant", str(dtype)))
         if dtype.kind == "c":
-            parts = values.view(f"u{dtype.itemsize // 2}").reshape(*values.shape, 2)
+            # (viewed flat: numpy refuses to change a 0-d array's itemsize)
+            parts = values.reshape(-1).view(f"u{dtype.itemsize // 2}").reshape(*values.shape, 2)
             a, b = (parts[..., i].astype(np.uint64).view(np.int64) for i in (0, 1))
             return self.intern(op, a, b)
         bits = values.view(f"u{dtype.itemsize}") if dtype.itemsize in (1, 2, 4, 8) else \

@@ -174,3 +174,25 @@ def test_jax_modules_verify_against_themselves_or_name_what_stopped_them(name):
     assert proof.outcome in ("equal", "unsupported")
     if proof.outcome == "unsupported":
         assert "While executing %" in proof.reason
+
+
+def test_a_symbolic_run_past_the_memory_limit_is_not_attempted():
+    """f32[65536] negated twice: the numeric run holds a few 256 KiB arrays, the symbolic one
+    about 96 bytes per element (a handle and a table row): 2 MiB lets the sampled verdict run
+    and refuses the symbolic run with that reason (hostile input: a 100M-element bf16 parameter
+    once asked the term table for 768 MiB at a time, past the address-space limit)."""
+    text = """HloModule big
+ENTRY %main (x: f32[65536]) -> f32[65536] {
+  %x = f32[65536]{0} parameter(0)
+  %n = f32[65536]{0} negate(%x)
+  ROOT %m = f32[65536]{0} negate(%n)
+}
+"""
+    source, target = parse_module(text), parse_module(text)
+    result = check_modules(source, target, ["1x1"], max_memory=2 << 20, minimize=False)
+    assert result.status is Status.CORRECT and result.proof == "sampled"
+    assert any("the symbolic run would need about" in n and "2 MiB" in n for n in result.notes)
+    strict = check_modules(source, target, ["1x1"], max_memory=2 << 20, proof="symbolic",
+                           minimize=False)
+    assert strict.status is Status.FAILED_TO_PROVE
+    assert check_modules(source, target, ["1x1"]).proof == "all-inputs"  # no limit: proved

@@ -75,3 +75,14 @@ def test_repeated_leaves_of_a_sum_are_a_multiply_only_where_that_is_exact():
     assert table.ops_of(table.multiset(f_add, np.array([[x, x, x]])))[0] == f_add
     three = table.intern(i_mul, n, table.constants(np.array(3, np.int32)))
     assert table.multiset(i_add, np.array([[n, n, n]]))[0] == three
+
+
+def test_complex_scalar_constants_are_terms_of_both_halves():
+    """A c64[] constant (0-d) becomes one constant term keyed by its real and imaginary bits:
+    equal to the same value held in a 1-element array, different from another imaginary part
+    (a 0-d complex array once could not be viewed as its two halves)."""
+    table = TermTable()
+    scalar = table.constants(np.array(1 + 0j, np.complex64))
+    vector = table.constants(np.array([1 + 0j], np.complex64))
+    other = table.constants(np.array(1 + 1j, np.complex64))
+    assert scalar.shape == () and int(scalar) == int(vector[0]) != int(other)
