@@ -39,6 +39,9 @@ _HLO_SUFFIXES = (".hlo",)
 _DUMP_SUFFIXES = (".txt",)
 
 
+# Past this many devices the participant groups are not listed (one Python list of every device
+# id per collective: a header with num_partitions=2**62 would be listed for ever).
+MAX_LISTED_DEVICES = 1 << 20
 # Collectives whose peers are source-target pairs (none written: no pairs, every device gets 0).
 _PAIR_OPCODES = frozenset({Opcode.COLLECTIVE_PERMUTE, Opcode.COLLECTIVE_PERMUTE_START})
 
@@ -58,6 +61,10 @@ def describe_collectives(module: HloModule, topology: Topology) -> list[dict]:
             if inst.has("source_target_pairs") or inst.opcode in _PAIR_OPCODES:
                 pairs = inst.get("source_target_pairs", None)
                 record["source_target_pairs"] = [list(p) for p in pairs.pairs] if pairs else []
+            elif topology.num_devices > MAX_LISTED_DEVICES:
+                record["replica_groups"] = inst.replica_groups.to_text() if inst.replica_groups \
+                    else "{}"
+                record["participant_groups"] = None  # not listed: see MAX_LISTED_DEVICES
             else:
                 try:
                     groups = participant_groups_of(inst, mode, topology)
@@ -180,7 +187,10 @@ def _collective_table(collectives: list[dict]) -> list[str]:
     for column in ("instruction", "opcode", "group mode", "groups (flattened device ids)"):
         table.add_column(column)
     for rec in collectives:
-        if "participant_groups" in rec:
+        if "participant_groups" in rec and rec["participant_groups"] is None:
+            groups = (f"{rec['replica_groups']} (not listed: more than {MAX_LISTED_DEVICES} "
+                      "devices)")
+        elif "participant_groups" in rec:
             groups = _short_groups(rec["participant_groups"])
         else:
             groups = ("pairs " + _short_groups(rec["source_target_pairs"])

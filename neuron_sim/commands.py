@@ -162,14 +162,18 @@ def load_module(path: str) -> HloModule:
 
 def topology_from_args(args: argparse.Namespace, module: HloModule) -> Topology:
     """The topology the user asked for, defaulting to the module header's counts."""
-    from neuron_sim.topology import Topology, parse_device_assignment
+    from neuron_sim.topology import Topology, TopologyError, parse_device_assignment
 
     replicas = args.replicas if args.replicas is not None else module.replica_count
     partitions = args.partitions if args.partitions is not None else module.num_partitions
     assignment = None
     if args.device_assignment:
         assignment = parse_device_assignment(args.device_assignment)
-    return Topology(replicas, partitions, assignment)
+    try:
+        return Topology(replicas, partitions, assignment)
+    except TopologyError as exc:  # name the module whose header (or options) asked for it
+        path = getattr(args, "module", None)
+        raise TopologyError(f"{path}: {exc}" if path else str(exc)) from None
 
 
 def module_and_topology(args: argparse.Namespace) -> tuple[HloModule, Topology]:
@@ -181,10 +185,15 @@ def module_and_topology(args: argparse.Namespace) -> tuple[HloModule, Topology]:
 def topologies_from_args(args: argparse.Namespace, module: HloModule) -> list[Topology]:
     """``--replicas/--partitions/--device-assignment`` (one topology, default the header's) plus
     every ``--topology RxP``; with only ``--topology`` options, just those."""
-    from neuron_sim.topology import Topology
+    from neuron_sim.topology import Topology, TopologyError
 
     explicit = args.replicas is not None or args.partitions is not None or args.device_assignment
-    extra = [Topology.parse(text) for text in args.topology or []]
+    extra = []
+    for text in args.topology or []:
+        try:
+            extra.append(Topology.parse(text))
+        except TopologyError as exc:
+            raise TopologyError(f"--topology {text}: {exc}") from None
     topologies = [topology_from_args(args, module)] if explicit or not extra else []
     for topology in extra:
         if topology not in topologies:

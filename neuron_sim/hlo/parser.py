@@ -97,6 +97,7 @@ _VALUE_RUN_INSIDE = re.compile(r'[^"{}()\[\]]+')
 _CLOSERS = {"{": "}", "(": ")", "[": "]"}
 _SECTION_KEYWORDS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _HEADER_INT_ATTRIBUTES = ("replica_count", "num_partitions")
+_INT64_MAX = (1 << 63) - 1
 
 
 class _NestingTooDeep(HloParseError):
@@ -320,6 +321,9 @@ class _Parser:
             if key in _HEADER_INT_ATTRIBUTES:
                 if not _NUMBER.fullmatch(value) or int(value) < 1:
                     raise c.error(f"{key} must be a positive integer, got '{value}'", value_pos)
+                if int(value) > _INT64_MAX:  # XLA holds both counts in an int64
+                    raise c.error(f"{key}={value} is out of the int64 range XLA reads it in",
+                                  value_pos)
                 module.header[key] = int(value)
             else:
                 try:

@@ -126,3 +126,20 @@ def test_a_permute_without_pairs_is_summarized_as_no_pairs(tmp_path, capsys):
     assert record["source_target_pairs"] == [] and "participant_groups" not in record
     assert main(["check", str(path)]) == 0
     assert "no pairs: every device receives zeros" in capsys.readouterr().out
+
+
+def test_groups_of_a_topology_too_large_to_list_are_not_listed(tmp_path, capsys):
+    """num_partitions=2**62 with 8 replicas (in XLA's int64 range; 2**65 devices): the module
+    checks, and its collective is summarized without listing every device id (a mutated header
+    once kept `check` listing them for ever); the JSON says null."""
+    path = tmp_path / "m.hlo"
+    path.write_text("HloModule m, replica_count=8, num_partitions=4611686018427387904\n\n"
+                    "%sum (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n"
+                    "  %b = f32[] parameter(1)\n  ROOT %s = f32[] add(%a, %b)\n}\n\n"
+                    "ENTRY %e (p: f32[4]) -> f32[4] {\n  %p = f32[4] parameter(0)\n"
+                    "  ROOT %ar = f32[4] all-reduce(%p), replica_groups={}, to_apply=%sum\n}\n")
+    assert main(["check", str(path)]) == 0
+    assert "{} (not listed: more than 1048576 devices)" in capsys.readouterr().out
+    assert main(["check", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["collectives"][0]["participant_groups"] is None

@@ -193,3 +193,19 @@ def test_parse_errors_are_located_at_file_line_col(text, line, col, phrase):
     assert rendered[0] == f"bad.hlo:{line}:{col}: {err.message}"
     assert rendered[1] == text.splitlines()[line - 1]
     assert rendered[2] == " " * (col - 1) + "^"
+
+
+@pytest.mark.parametrize("header,column,message", [
+    # XLA reads both counts as int64 (2**63 is one past its largest value)
+    ("replica_count=8, num_partitions=9223372036854775808", 46,
+     "num_partitions=9223372036854775808 is out of the int64 range XLA reads it in"),
+    ("replica_count=99999999999999999999, num_partitions=2", 28,
+     "replica_count=99999999999999999999 is out of the int64 range XLA reads it in"),
+])
+def test_device_counts_past_int64_are_parse_errors(header, column, message):
+    """A mutated header (num_partitions=2**63) once made `check` list 8 x 2**63 devices."""
+    text = f"HloModule m, {header}\n\nENTRY e {{\n  ROOT c = f32[] constant(0)\n}}\n"
+    with pytest.raises(HloParseError) as caught:
+        parse_module(text)
+    assert message in str(caught.value)
+    assert caught.value.line == 1 and caught.value.col == column
