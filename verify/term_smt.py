@@ -37,6 +37,7 @@ differs from +0); infinity-to-finite mirrors ``passes.contracts.infinity_to_fini
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -217,10 +218,6 @@ class _Translator:
         self.dtypes: dict[int, str] = {}
         self.variables: dict[str, tuple] = {}   # z3 name -> (signature, device, element)
         self.bits: dict[int, Any] = {}          # float leaves: their exact bit pattern
-
-    def dtype(self, handle: int) -> str:
-        self.expr(handle)
-        return self.dtypes[handle]
 
     def expr(self, handle: int) -> Any:
         handle = int(handle)
@@ -406,8 +403,6 @@ def decide(table: TermTable, pairs: Sequence[tuple[int, int]], rule: str, *,
     """Does ``CONTRACT_PREDICATES[rule]`` hold on every (source, target) pair of handles for
     every assignment of the input variables? One z3 query: the disjunction of the predicate's
     negations."""
-    import time
-
     start = time.perf_counter()
     if len(pairs) > MAX_PAIRS:
         return Decision("unknown", f"{len(pairs)} distinct differing term pairs (z3 is asked "

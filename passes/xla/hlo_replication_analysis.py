@@ -5,7 +5,8 @@ AllReduceSimplifier uses (``xla/hlo/analysis/hlo_replication_analysis.cc``, run 
 A value is *replicated* when, on each partition, every replica holds the same value. The rules
 (``DetermineHloInstructionIsReplicated``):
 
-* entry parameters: as their ``parameter_replication`` says, leaf by leaf (absent: not);
+* entry parameters: as their ``parameter_replication`` says, leaf by leaf (absent: not; a single
+  flag for every leaf of a tuple, as the verifier's inputs read it);
 * constants, partition-id: replicated; replica-id and anything with a side effect: not;
 * all-reduce / all-gather: replicated if their operands are; else, without a channel_id, when
   there is one group (or none, meaning all); with a channel_id and global device ids, when on
@@ -24,9 +25,9 @@ from __future__ import annotations
 
 from typing import Union
 
-from neuron_sim.hlo.attributes import Raw
 from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
 from neuron_sim.hlo.opcodes import Opcode
+from neuron_sim.hlo.replication import parameter_replication_flags
 from neuron_sim.hlo.shapes import TupleShape
 from neuron_sim.topology import Topology
 from passes.xla.dce import has_side_effect
@@ -55,17 +56,10 @@ def _uniform(shape, flag: bool) -> Replication:
 
 
 def _parameter_replication(param: HloInstruction) -> Replication:
-    flag = param.get("parameter_replication")
-    if flag is None:
-        return _uniform(param.shape, False)
-    text = flag.text if isinstance(flag, Raw) else str(flag)
-    if isinstance(flag, (tuple, list)):
-        flags = [bool(f) for f in flag]
-    else:
-        flags = [word.strip().lower() == "true" for word in text.strip().strip("{}").split(",")
-                 if word.strip()]
-    leaves = list(param.shape.leaves())
-    if len(flags) != len(leaves):
+    """The parameter's ``parameter_replication`` leaf by leaf, read by the one reader the
+    verifier's inputs use too (``neuron_sim.hlo.replication``), as the shape's tree."""
+    flags = parameter_replication_flags(param)
+    if flags is None:
         return _uniform(param.shape, False)
     it = iter(flags)
 
