@@ -78,12 +78,40 @@ def add_json_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup,
     parser.add_argument("--json", action="store_true", help=help)
 
 
+_INT64_MAX = (1 << 63) - 1
+
+
+def device_count(text: str) -> int:
+    """An argparse type: a replica or partition count, 1 .. 2**63 - 1 (XLA holds both in an
+    int64, as the module header's parser checks too)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if not 1 <= value <= _INT64_MAX:
+        raise argparse.ArgumentTypeError(f"expected a positive integer up to 2**63 - 1 (XLA's "
+                                         f"int64), got {text}")
+    return value
+
+
+def seed_value(text: str) -> int:
+    """An argparse type: a seed, a non-negative integer (numpy's SeedSequence refuses others)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") \
+            from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text}")
+    return value
+
+
 def add_topology_arguments(parser: argparse.ArgumentParser) -> None:
     """``--replicas``, ``--partitions``, ``--device-assignment`` (defaults: the module header)."""
     group = parser.add_argument_group("topology (defaults: the module header)")
-    group.add_argument("--replicas", type=int, metavar="R",
+    group.add_argument("--replicas", type=device_count, metavar="R",
                        help="replica count (default: the header's replica_count, else 1)")
-    group.add_argument("--partitions", type=int, metavar="P",
+    group.add_argument("--partitions", type=device_count, metavar="P",
                        help="partition count (default: the header's num_partitions, else 1)")
     group.add_argument("--device-assignment", metavar="'{{0,1},{2,3}}'",
                        help="R x P physical device ids, row r = replica r "
@@ -98,7 +126,7 @@ def add_topologies_argument(parser: argparse.ArgumentParser, *, help: str) -> No
 def add_seed_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *,
                       default: int | None, help: str) -> None:
     """``--seed S``: the seed of whatever the command draws at random."""
-    parser.add_argument("--seed", type=int, default=default, metavar="S", help=help)
+    parser.add_argument("--seed", type=seed_value, default=default, metavar="S", help=help)
 
 
 def add_timeout_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *,

@@ -41,6 +41,9 @@ def _verify(args: argparse.Namespace) -> int:
 
     if args.trials < 1:
         raise UsageError(f"--trials must be at least 1, not {args.trials}")
+    if args.proof == "symbolic" and args.inputs:
+        raise UsageError("--proof symbolic proves for all inputs, and --inputs asks about the "
+                         "given ones only: give one or the other")
     if args.out:
         check_output_directory(args.out, [*args.modules, args.inputs])
     before = load_module(args.modules[0])
@@ -157,7 +160,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     verify.add_argument("--proof", default="auto", choices=("auto", "symbolic", "sampled"),
                         help="auto: prove a CORRECT verdict for all inputs where symbolic "
                              "execution can, else keep the sampled one; symbolic: require the "
-                             "proof; sampled: inputs only (default auto)")
+                             "proof (not with --inputs, which asks about those inputs only); "
+                             "sampled: inputs only (default auto)")
     verify.add_argument("--no-minimize", action="store_true",
                         help="report the first counterexample as found, without shrinking it")
     verify.add_argument("--out", metavar="DIR",
