@@ -137,8 +137,12 @@ def format_counterexample(cex: Counterexample, before: HloModule, after: HloModu
 def format_result(result: VerificationResult, *, show_modules: bool = False) -> str:
     """The text block for one result."""
     lines = [RULE, what_was_checked(result)]
-    for line in result.rewrites:
-        lines.append(f"  rewrite: {line}")
+    per_topology = [(v.topology, v.rewrites) for v in result.topology_results if v.rewrites]
+    if len({tuple(rewrites) for _, rewrites in per_topology}) > 1:  # they differ: say each
+        lines.extend(f"  rewrite on {topology}: {line}"
+                     for topology, rewrites in per_topology for line in rewrites)
+    else:
+        lines.extend(f"  rewrite: {line}" for line in result.rewrites)
     if result.changed is False:
         lines.append("  (no change)")
     for warning in result.warnings:

@@ -167,3 +167,17 @@ def test_a_replicated_sharding_is_not_taken_as_replication_with_several_replicas
     rewrite.bind()
     assert rewrite.rejection(gather_of(module)).startswith("the table may differ")
     assert rewrite.run(module) is False
+
+
+def test_the_report_names_each_topology_s_rewrite_when_they_differ():
+    """16 table rows: 4-row shards on 1x4, 2-row shards on 1x8. The text report said only the
+    first topology's rewrite; it now says each (the JSON has them per topology too)."""
+    from verify import format_result
+
+    result = check_pass(load(PARTITIONED), KEY, ["1x4", "1x8"], minimize=False)
+    text = format_result(result)
+    assert "rewrite on 1x4: " in text and "from 4-row shards" in text
+    assert "rewrite on 1x8: " in text and "from 2-row shards" in text
+    assert [("from 4-row" in r[0], "from 2-row" in r[0])
+            for r in (v.rewrites for v in result.topology_results)] == [(True, False),
+                                                                        (False, True)]
