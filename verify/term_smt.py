@@ -44,6 +44,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from interpreter.symbolic import TermTable
+from neuron_sim.hlo.dtypes import ElementType
 from passes.analysis.lazy import LazyModule
 
 z3 = LazyModule("z3")
@@ -73,14 +74,13 @@ _FLOAT_SORTS = {"f16": (5, 11), "bf16": (8, 8), "f32": (8, 24), "f64": (11, 53)}
 _INT_BITS = {f"{sign}{bits}": bits for sign in "su" for bits in (8, 16, 32, 64)}
 
 
-_NUMPY_NAMES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
-                "bool": "pred", **{f"int{b}": f"s{b}" for b in (8, 16, 32, 64)},
-                **{f"uint{b}": f"u{b}" for b in (8, 16, 32, 64)}}
-
-
-def _canonical(dtype: str) -> str:
-    """An element type's HLO spelling (constants carry numpy's: ``float32`` is ``f32``)."""
-    return _NUMPY_NAMES.get(dtype, dtype)
+def _canonical(numpy_name: str) -> str:
+    """The HLO spelling of a constant term's element type, which the term table keys by numpy's
+    name (``float32`` is ``f32``)."""
+    try:
+        return str(ElementType.from_numpy(np.dtype(numpy_name)))
+    except (TypeError, KeyError):
+        raise NoModel(f"no z3 model for constants of numpy dtype {numpy_name}") from None
 
 
 def _sort_kind(dtype: str) -> str:
