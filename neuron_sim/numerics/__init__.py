@@ -1,0 +1,2 @@
+"""Deterministic transcendental functions on float64 arrays (placeholder docstring)."""
+from .exp_log import exp, expm1, log, log1p, power
