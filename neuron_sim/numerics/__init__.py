@@ -1,2 +1,3 @@
 """Deterministic transcendental functions on float64 arrays (placeholder docstring)."""
 from .exp_log import exp, expm1, log, log1p, power
+from .trig import sin, cos, tan
