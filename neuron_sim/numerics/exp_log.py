@@ -231,3 +231,11 @@ def power(x, y):
     out = np.where(np.isnan(x) | np.isnan(y), np.nan, out)
     out = np.where((x == 1.0) | (y == 0.0), 1.0, out)
     return out
+
+
+def expm1_dd(z):
+    """exp(z) - 1 as a double-double for finite z in [-60, 700] (relative error ~2**-60)."""
+    hi, lo, k = exp_parts(z, 0.0, exact=True)
+    s = pow2(k)
+    a, b = two_sum(hi * s, -1.0)
+    return fast_two_sum(a, b + lo * s)
