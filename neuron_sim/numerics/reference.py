@@ -59,7 +59,7 @@ def _functions():
         "asinh": mp.asinh,
         "acosh": mp.acosh,
         "atanh": mp.atanh,
-        "cbrt": mp.cbrt,
+        "cbrt": lambda x: mp.cbrt(x) if x >= 0 else -mp.cbrt(-x),
         "logistic": logistic,
         "erf": mp.erf,
         "power": power,
