@@ -67,8 +67,11 @@ def _functions():
 
 
 def _mp_pow(mp, x, y):
+    if x == 0 or y == 0:
+        raise ValueError("zero arguments of pow are special cases, not references")
     if x < 0:
-        # only integer y reaches here (others are NaN and not asked for)
+        if y != int(y):
+            return mp.nan
         n = int(y)
         mag = _mp_pow(mp, -x, y)
         return -mag if n % 2 else mag
@@ -84,6 +87,10 @@ def round_mpf(v, fmt: str) -> float:
     if man == 0:
         return -0.0 if sign else 0.0
     top = exp + bc - 1  # floor(log2 |v|)
+    if top <= qmin - 2:  # below half the smallest subnormal
+        return -0.0 if sign else 0.0
+    if top >= emax:
+        return -math.inf if sign else math.inf
     q = max(top - (prec - 1), qmin)
     if exp >= q:
         n, qq = man << (exp - q), q

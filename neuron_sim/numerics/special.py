@@ -42,7 +42,8 @@ def cbrt(x):
     e = exponent_of(a)
     q = e // 3
     j = e - 3 * q
-    m = a * pow2(j - e)  # in [1, 8), exact
+    m1 = ((a.view(np.int64) & ((1 << 52) - 1)) | (1023 << 52)).view(np.float64)  # [1, 2)
+    m = m1 * pow2(j)  # in [1, 8), exact
     y = 0.75 + 0.25 * m  # within 9% of cbrt(m) on [1, 8)
     for _ in range(3):
         y3 = y * y * y
