@@ -10,7 +10,7 @@ For each function:
   * speed: time per element of f(x32.astype(float64)).astype(float32) on 2**20 elements, and
     its ratio to numpy's own float32 loop (a numpy float32 expression where numpy has no ufunc).
 Zeros, infinities and NaN inputs are left out of the accuracy columns (they are exact cases
-checked by tests/neuron_sim/numerics/test_special_values.py).
+checked by tests/neuron_sim/numerics/test_numerics_special_values.py).
 
     python scripts/numerics_accuracy.py [--n32 200000] [--n64 100000] [--jobs 2] [--only sin,cos]
 """

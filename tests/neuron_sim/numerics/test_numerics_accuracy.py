@@ -5,7 +5,7 @@ float32 result (mpmath's value rounded once to float32 with integer arithmetic),
 over a fixed sample per function: uniform over the function's core intervals, every binade with
 random signs (subnormals included), and edge values (overflow/underflow thresholds, huge
 arguments). float64: the error in float64 ulps stays below a bound over a fixed sample.
-Zeros, infinities and NaN are left to test_special_values.py (mpmath has no signed zero).
+Zeros, infinities and NaN are left to test_numerics_special_values.py (mpmath has no signed zero).
 Expected values never come from numpy's transcendental functions.
 """
 
