@@ -19,32 +19,31 @@ Functions: exp, expm1, log, log1p, power, sin, cos, tan, asin, acos, atan, atan2
 tanh, asinh, acosh, atanh, logistic, cbrt, erf.
 """
 
-from .exp_log import exp, expm1, log, log1p, power
-from .hyperbolic import acosh, asinh, atanh, cosh, logistic, sinh, tanh
-from .inverse import acos, asin, atan, atan2
-from .special import cbrt, erf
-from .trig import cos, sin, tan
+from .transcendental import (
+    acos,
+    acosh,
+    asin,
+    asinh,
+    atan,
+    atan2,
+    atanh,
+    cbrt,
+    cos,
+    cosh,
+    erf,
+    exp,
+    expm1,
+    log,
+    log1p,
+    logistic,
+    power,
+    sin,
+    sinh,
+    tan,
+    tanh,
+)
 
 __all__ = [
-    "acos",
-    "acosh",
-    "asin",
-    "asinh",
-    "atan",
-    "atan2",
-    "atanh",
-    "cbrt",
-    "cos",
-    "cosh",
-    "erf",
-    "exp",
-    "expm1",
-    "log",
-    "log1p",
-    "logistic",
-    "power",
-    "sin",
-    "sinh",
-    "tan",
-    "tanh",
+    "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "cos", "cosh", "erf",
+    "exp", "expm1", "log", "log1p", "logistic", "power", "sin", "sinh", "tan", "tanh",
 ]
