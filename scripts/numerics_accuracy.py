@@ -33,9 +33,9 @@ from neuron_sim.numerics import reference as R  # noqa: E402
 from neuron_sim.numerics import samples as S  # noqa: E402
 
 
-def _regular(args):
+def _regular(name, args):
     keep = np.logical_and.reduce([np.isfinite(a) & (a != 0.0) for a in args])
-    if len(args) == 2:
+    if name == "power":
         keep &= ~((args[0] < 0) & (np.floor(args[1]) != args[1]))
     return [a[keep] for a in args]
 
@@ -45,7 +45,7 @@ def _measure(job):
     name, fmt, n, seed = job
     import mpmath as mp
 
-    args = _regular(S.sample(name, n, fmt, seed=seed))
+    args = _regular(name, S.sample(name, n, fmt, seed=seed))
     with np.errstate(all="ignore"):
         got = getattr(N, name)(*args)
         if fmt == "f32":

@@ -120,6 +120,11 @@ def atan2(y, x):
     sh, sl = _sub_from(PI_HI, PI_LO, ah, al)
     neg_x = np.signbit(x)
     v = np.where(neg_x, sh + sl, ah + al)
+    # |y/x| < 2**-500 with x > 0: atan2 = y/x to far below an ulp, and IEEE division rounds it
+    # once (the scaled numerator could have lost bits as a subnormal)
+    q = ay / np.where(ax > 0.0, ax, 1.0)
+    tiny = (q < 2.0**-500) & (ax > 0.0) & (ax < np.inf) & (ay < np.inf) & ~neg_x
+    v = np.where(tiny, q, v)
     v = np.where(np.signbit(y), -v, v)
     return np.where(np.isnan(x) | np.isnan(y), np.nan, v)
 

@@ -74,8 +74,11 @@ def erf(x):
     small = ax < 0.5
     a = np.where(small, ax, 0.0)
     s = a * a
-    ph, pl = two_prod(a, _G0H)
-    v_small = ph + (pl + a * (_G0L + s * horner(s, _ERF_G)))
+    up = a < 2.0**-900  # Dekker's product must not underflow: work on a * 2**600
+    au = np.where(up, a * 2.0**600, a)
+    ph, pl = two_prod(au, _G0H)
+    v_small = ph + (pl + au * (_G0L + s * horner(s, _ERF_G)))
+    v_small = np.where(up, v_small * 2.0**-600, v_small)
     mid = ~small & (ax < T.ERF_START + _ERF_N * T.ERF_WIDTH)
     b = np.where(mid, ax, T.ERF_START)
     i = np.floor((b - T.ERF_START) * (1.0 / T.ERF_WIDTH)).astype(np.int64)
