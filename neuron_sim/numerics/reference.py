@@ -3,9 +3,10 @@
 Not used by the functions themselves: ``mpmath`` (a dev dependency) is imported on first use.
 Each reference is the mathematical function evaluated by mpmath at ``PREC`` bits, then rounded
 once, with integer arithmetic, to the nearest float32 or float64 (ties to even, gradual
-underflow, overflow to inf). A result within 2**-PREC of a rounding midpoint is not told apart
-from the midpoint; that cannot happen for these functions at float inputs except at exact cases,
-which mpmath computes exactly.
+underflow, overflow to inf). mpmath's value is within about 2**-PREC (relative) of the true one,
+which decides the rounding unless the true value is that close to a rounding boundary: at float
+inputs that happens only for exact results, which mpmath gets exactly here (integer and
+half-integer powers, cube roots of cubes, log(1)...).
 """
 
 from __future__ import annotations
@@ -77,6 +78,8 @@ def _mp_pow(mp, x, y):
         return -mag if n % 2 else mag
     if y == int(y) and abs(y) < 2**20:
         return x ** int(y)
+    if 2 * y == int(2 * y) and abs(y) < 2**20:
+        return mp.sqrt(x) ** int(2 * y)  # exact when x is a perfect square
     return mp.exp(y * mp.log(x))
 
 
