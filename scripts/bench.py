@@ -46,7 +46,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import interpreter  # noqa: E402
+import neuron_sim.interpreter as interpreter  # noqa: E402
 from neuron_sim.hlo import parse_module  # noqa: E402
 from neuron_sim.hlo.checker import check_module  # noqa: E402
 from neuron_sim.topology import Topology  # noqa: E402
@@ -188,7 +188,7 @@ def bench_verify(rounds: int) -> list[dict]:
     integer and pred parameters (rows repeat across devices: the input generator's worst case)
     and an all-reduce: the differential verification (``proof="sampled"``, the goal) and, as
     a detail, the default that also tries a symbolic proof of a CORRECT verdict."""
-    from verify.api import check_modules
+    from neuron_sim.verify.api import check_modules
 
     records = []
     for devices, target in ((512, 40.0), (4096, 5.0)):
@@ -388,7 +388,7 @@ def bench_argmax(rounds: int) -> list[dict]:
     axis and flattened; also the reduce's fold alone (``fold_only`` in the JSON). Then argmax
     at 8 devices, along axis 1 and flattened: one input per device (f32[8,256,1024], / numpy
     on all of it) and one input for all (held once, / numpy on the one input)."""
-    from interpreter.ops.reduce import fold_arg_reduce
+    from neuron_sim.interpreter.ops.reduce import fold_arg_reduce
     from neuron_sim.hlo.arg_reducers import ArgReducer
 
     rng = np.random.default_rng(0)
@@ -523,7 +523,7 @@ def _mpi_worker(spec: dict) -> None:
     """Under mpiexec: run the module ``repeat`` times, rank 0 prints the slowest rank's times."""
     from mpi4py import MPI
 
-    from interpreter.backends.mpi import run_mpi
+    from neuron_sim.interpreter.backends.mpi import run_mpi
 
     comm = MPI.COMM_WORLD
     if spec["kind"] == "matmul":
@@ -702,10 +702,10 @@ ENTRY %main (x: f32[1024]) -> f32[{shard}] {{
 def all_inputs_fold_proof(rounds: int, devices: int = 512) -> dict:
     """Issue 17's goal: the all-reduce + dynamic-slice of f32[1024] per device folded into a
     reduce-scatter by the seed pass, proved equal for all inputs on ``devices`` devices by the
-    symbolic run (``verify.proof.prove``, not z3): seconds (target < 10) and term-table size."""
-    from passes import get_pass
-    from verify.api import apply_passes
-    from verify.proof import prove
+    symbolic run (``neuron_sim.proofs.all_inputs.prove``, not z3): seconds (target < 10) and term-table size."""
+    from neuron_sim.passes import get_pass
+    from neuron_sim.verify.api import apply_passes
+    from neuron_sim.proofs.all_inputs import prove
 
     source = parse_module(ALL_INPUTS_FOLD.format(devices=devices, shard=1024 // devices))
     target, changed, _ = apply_passes(
@@ -726,9 +726,10 @@ def bench_symbolic(rounds: int, pools: bool = False) -> list[dict]:
     witness); with ``pools``, the constant-pool theorem table (G*g <= 4096)."""
     import random
 
-    from passes.neuron.offset_pools import pool_repeated
-    from verify.symbolic import find_ar_ds_pairs, prove_pair
-    from verify.symbolic.idioms import (ArDsIdiom, offset_divmod, offset_jax, offset_pool,
+    from neuron_sim.passes.neuron.offset_pools import pool_repeated
+    from neuron_sim.proofs.index.ar_ds_pairs import find_ar_ds_pairs
+    from neuron_sim.proofs.index.fold_proof import prove_pair
+    from neuron_sim.proofs.idioms import (ArDsIdiom, offset_divmod, offset_jax, offset_pool,
                                         offset_table)
 
     width, shard = 8, 4
@@ -770,7 +771,7 @@ def bench_symbolic(rounds: int, pools: bool = False) -> list[dict]:
     result: list[dict] = [{"goal": "z3 fold proofs (seconds per pair)", "pairs": rows},
                           all_inputs_fold_proof(rounds)]
     if pools:
-        from verify.symbolic.pool_theorems import pool_table
+        from neuron_sim.proofs.pools import pool_table
 
         start = time.perf_counter()
         table = pool_table(max_devices=4096)

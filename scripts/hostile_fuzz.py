@@ -388,7 +388,7 @@ def shard(indices: Sequence[int], runs: int, verifies: int, seed: int, minimize:
     """Check mutants ``indices``; run the first ``runs`` that check, verify the first
     ``verifies`` (alternately against a pass and against the unmutated module). ``emit``
     receives a ``start`` event before each command and a ``done`` event after it."""
-    from passes.registry import pass_keys
+    from neuron_sim.passes.registry import pass_keys
 
     bases = corpus()
     keys = pass_keys()

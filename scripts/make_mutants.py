@@ -112,7 +112,7 @@ class Verdict:
 
 def correct_pairs(root: Path = ROOT) -> list[BasePair]:
     """Pairs whose target is known to be correct (each is re-verified before mutating)."""
-    from verify.report import read_pair_file
+    from neuron_sim.verify.report import read_pair_file
 
     pairs: list[BasePair] = []
     for path in sorted((root / "tests" / "data" / "verify").glob("*.hlo")):
@@ -133,7 +133,7 @@ def correct_pairs(root: Path = ROOT) -> list[BasePair]:
 
 
 def _sound_pass_rewrites(root: Path) -> list[BasePair]:
-    from verify.api import apply_passes, pass_list
+    from neuron_sim.verify.api import apply_passes, pass_list
 
     cases = (("ar_ds_single_group_sorted", "aws_neuron_rewrite_all_reduce_dynamic_slice"),
              ("ar_ds_multi_group_contiguous",
@@ -443,9 +443,9 @@ def _same_on_every_device(mutant: Mutant, target: HloInstruction) -> str | None:
     """A proof of equivalence where one exists cheaply: every entry instruction through which
     the mutation acts depends only on constants and device ids, and computes bit for bit the
     same value before and after the mutation on every device (so on its whole domain)."""
-    import interpreter
-    from verify.compare import equal_mask
-    from verify.inputs import generate_inputs
+    import neuron_sim.interpreter as interpreter
+    from neuron_sim.verify.compare import equal_mask
+    from neuron_sim.verify.inputs import generate_inputs
 
     base_after = mutant.base_after
     ancestors = _entry_ancestors(mutant.after, target)
@@ -746,7 +746,7 @@ KNOWN_MISSES: dict[str, str] = {
 
 
 def verify_mutant(mutant: Mutant, trials: int, runner=None) -> Verdict:
-    from verify.api import check_modules
+    from neuron_sim.verify.api import check_modules
 
     start = time.perf_counter()
     result = check_modules(mutant.before, mutant.after, mutant.topologies, trials=trials,
@@ -763,7 +763,7 @@ def verify_mutant(mutant: Mutant, trials: int, runner=None) -> Verdict:
 def verified_bases(pairs: Sequence[BasePair], trials: int, runner=None
                    ) -> tuple[list[BasePair], list[tuple[BasePair, str]]]:
     """The pairs that verify CORRECT (mutating anything else proves nothing), and the rest."""
-    from verify.api import check_modules
+    from neuron_sim.verify.api import check_modules
 
     good, skipped = [], []
     for pair in pairs:
@@ -850,7 +850,7 @@ def run_control(limit: int | None = None, trials: int | None = None,
     """Generate the mutants of every base pair (but those ``skip`` rejects), verify ``limit`` of
     them (all by default) and the base pairs they come from; return the summary and the
     verdicts."""
-    from verify.inputs import DEFAULT_TRIALS
+    from neuron_sim.verify.inputs import DEFAULT_TRIALS
 
     trials = trials or DEFAULT_TRIALS
     started = time.perf_counter()

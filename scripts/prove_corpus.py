@@ -16,10 +16,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from neuron_sim import parse_module  # noqa: E402
-from verify import check_modules, check_pass  # noqa: E402
-from verify.inputs import DEFAULT_TRIALS  # noqa: E402
-from verify.proof import prove  # noqa: E402
-from verify.report import read_pair_file  # noqa: E402
+from neuron_sim.verify import check_modules, check_pass  # noqa: E402
+from neuron_sim.verify.inputs import DEFAULT_TRIALS  # noqa: E402
+from neuron_sim.proofs.all_inputs import prove  # noqa: E402
+from neuron_sim.verify.report import read_pair_file  # noqa: E402
 from neuron_sim.topology import Topology  # noqa: E402
 
 # The seed passes each example is written for.

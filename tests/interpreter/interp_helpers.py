@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import interpreter
+import neuron_sim.interpreter as interpreter
 from neuron_sim.hlo import HloModule, parse_module
 from neuron_sim.topology import Topology
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import interpreter
+import neuron_sim.interpreter as interpreter
 from neuron_sim.hlo import parse_module
 from neuron_sim.hlo.arg_reducers import recognise_arg_reducer
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import interpreter
+import neuron_sim.interpreter as interpreter
 from interp_helpers import module
-from interpreter.arguments import argument_values, draw_inputs, needs_inputs, prepare_arguments
-from interpreter.values import TOKEN, PerDevice, Replicated, TupleValue
+from neuron_sim.interpreter.arguments import argument_values, draw_inputs, needs_inputs, prepare_arguments
+from neuron_sim.interpreter.values import TOKEN, PerDevice, Replicated, TupleValue
 from neuron_sim.cli import main
 from neuron_sim.io import fit_arguments, read_npz, write_npz
 from neuron_sim.topology import Topology

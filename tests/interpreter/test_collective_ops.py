@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import interpreter
+import neuron_sim.interpreter as interpreter
 from interp_helpers import ADD_F32, module
-from interpreter.values import PerDevice, Replicated
+from neuron_sim.interpreter.values import PerDevice, Replicated
 from neuron_sim.topology import Topology
 
 

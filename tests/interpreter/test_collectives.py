@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from interpreter.collectives import (
+from neuron_sim.interpreter.collectives import (
     all_gather,
     all_reduce,
     all_reduce_variadic,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import interpreter
+import neuron_sim.interpreter as interpreter
 from interp_helpers import ADD_F32, module, run
-from interpreter.values import Replicated
+from neuron_sim.interpreter.values import Replicated
 
 # while (i < limit) { i += 1; acc *= 2 } with limit = partition-id + 1: device p runs p+1 times.
 DOUBLING = """

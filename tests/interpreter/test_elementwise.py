@@ -284,7 +284,7 @@ def test_complex_ops():
 
 @pytest.mark.parametrize("opcode", ["fft", "cholesky"])
 def test_ops_without_implementation_raise_unimplemented_naming_the_opcode(opcode):
-    from interpreter import Unimplemented
+    from neuron_sim.interpreter import Unimplemented
 
     shape = "c64[4]" if opcode == "fft" else "f32[2,2]"
     attrs = ", fft_type=FFT, fft_length={4}" if opcode == "fft" else ""

@@ -8,14 +8,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import interpreter
-from interpreter import collectives
-from interpreter.backends.local import _gathered_once
-from interpreter.evaluator import Frame, OpContext
-from interpreter.ops import REGISTRY
-from interpreter.ops.elementwise import _DIRECT, _float_math, direct_ufunc
-from interpreter.ops.shape import iota_line
-from interpreter.values import PerDevice, Replicated, collapse_if_uniform
+import neuron_sim.interpreter as interpreter
+from neuron_sim.interpreter import collectives
+from neuron_sim.interpreter.backends.local import _gathered_once
+from neuron_sim.interpreter.evaluator import Frame, OpContext
+from neuron_sim.interpreter.ops import REGISTRY
+from neuron_sim.interpreter.ops.elementwise import _DIRECT, _float_math, direct_ufunc
+from neuron_sim.interpreter.ops.shape import iota_line
+from neuron_sim.interpreter.values import PerDevice, Replicated, collapse_if_uniform
 from neuron_sim.hlo import Opcode, parse_module
 
 SPECIALS = np.array([0.0, -0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, 1e-45, 3e38, -7.0])
@@ -128,7 +128,7 @@ def test_iota_views_kept_between_executes_are_read_only_iotas(dims, dim):
     """Hand-derived: element (i, j) of an iota along ``dim`` is its index along ``dim``; the
     batched view kept for short lines (and the one built for long ones) says so on every
     call and cannot be written."""
-    from interpreter.ops.shape import iota_array
+    from neuron_sim.interpreter.ops.shape import iota_array
 
     want = np.indices(dims)[dim].astype(np.int32)[None]
     for _ in range(2):

@@ -1,5 +1,5 @@
 """An elementwise op writes its result into an operand nothing else can reach
-(``interpreter.evaluator.reusable_buffer``), and only then.
+(``neuron_sim.interpreter.evaluator.reusable_buffer``), and only then.
 
 Expected values come from numpy applied to the inputs directly. The sizes are above
 ``IN_PLACE_MIN_BYTES`` so that the in-place path is considered at all; the memory tests show it
@@ -15,8 +15,8 @@ import tracemalloc
 import numpy as np
 import pytest
 
-import interpreter
-from interpreter.evaluator import IN_PLACE_MIN_BYTES, donors_of
+import neuron_sim.interpreter as interpreter
+from neuron_sim.interpreter.evaluator import IN_PLACE_MIN_BYTES, donors_of
 from neuron_sim.hlo import parse_module
 
 DEVICES = 8
@@ -232,7 +232,7 @@ def test_plan_names_only_dead_computed_operands_of_the_result_shape():
 
 
 def test_cached_iota_is_not_overwritten_across_executes():
-    """An iota's line is kept between executes (``interpreter.ops.shape.iota_line``): negate
+    """An iota's line is kept between executes (``neuron_sim.interpreter.ops.shape.iota_line``): negate
     must not write into it, or the second execute would start from negated values (the line
     is also read-only: two guards, either of which keeps it)."""
     module = _module(f"""

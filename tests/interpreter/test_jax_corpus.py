@@ -26,7 +26,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import interpreter
+import neuron_sim.interpreter as interpreter
 from neuron_sim.hlo import parse_module, parse_module_file, print_module
 from neuron_sim.hlo.replica_groups import ReplicaGroups
 from neuron_sim.io import read_npz

@@ -1,4 +1,4 @@
-"""interpreter.limits.call_depth (``HloModule.call_depth``, the walk every execute makes): by
+"""neuron_sim.interpreter.limits.call_depth (``HloModule.call_depth``, the walk every execute makes): by
 hand on a chain, a diamond and cycles, and on every module of the JAX corpus (while loops,
 conditionals, fusions, reducers, sorts) equal to a plain recursive walk written here over each
 instruction's ``called_computations`` — a second algorithm, not the one under test."""
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from interpreter.limits import CallDepthExceeded, call_depth, require_call_depth
+from neuron_sim.interpreter.limits import CallDepthExceeded, call_depth, require_call_depth
 from neuron_sim.hlo import parse_module, parse_module_file
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "jax"

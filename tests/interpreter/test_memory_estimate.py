@@ -8,7 +8,7 @@ least 48,000 (4 bytes an element).
 
 from __future__ import annotations
 
-from interpreter.memory import estimate_memory
+from neuron_sim.interpreter.memory import estimate_memory
 from neuron_sim.hlo import parse_module
 from neuron_sim.topology import Topology
 

@@ -20,11 +20,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import interpreter
-from interpreter.backends.mpi import per_rank_path
-from interpreter.backends.mpi.layout import RankLayout, RankLayoutError, format_devices
-from interpreter.backends.mpi.protocol import Arrival, check_groups_arrived, describe_mismatch
-from interpreter.transport import Fingerprint
+import neuron_sim.interpreter as interpreter
+from neuron_sim.interpreter.backends.mpi import per_rank_path
+from neuron_sim.interpreter.backends.mpi.layout import RankLayout, RankLayoutError, format_devices
+from neuron_sim.interpreter.backends.mpi.protocol import Arrival, check_groups_arrived, describe_mismatch
+from neuron_sim.interpreter.transport import Fingerprint
 from neuron_sim.hlo import parse_module_file
 from neuron_sim.io import read_npz, storable
 from neuron_sim.topology import Topology, parse_device_assignment

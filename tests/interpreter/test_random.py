@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import interpreter
+import neuron_sim.interpreter as interpreter
 from interp_helpers import module, run
-from interpreter.ops.random import philox4x32, threefry2x32
+from neuron_sim.interpreter.ops.random import philox4x32, threefry2x32
 
 U32 = np.uint32
 

@@ -6,9 +6,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import interpreter
+import neuron_sim.interpreter as interpreter
 from interp_helpers import module
-from interpreter.values import PerDevice, Replicated
+from neuron_sim.interpreter.values import PerDevice, Replicated
 from neuron_sim.topology import Topology
 
 TWO_PARAMS = module("""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import interpreter
+import neuron_sim.interpreter as interpreter
 from interp_helpers import ADD_S32, run, run1
 
 IOTA6 = np.arange(6, dtype=np.float32).reshape(2, 3)  # [[0, 1, 2], [3, 4, 5]]

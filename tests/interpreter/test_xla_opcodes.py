@@ -16,7 +16,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import interpreter
+import neuron_sim.interpreter as interpreter
 from interp_helpers import module, run1
 from neuron_sim.cli import main
 from neuron_sim.hlo import Opcode

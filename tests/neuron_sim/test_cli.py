@@ -152,8 +152,8 @@ def test_debug_shows_the_traceback_of_an_internal_error(capsys, monkeypatch):
 @pytest.mark.parametrize("error_class", [
     "neuron_sim.hlo.parser.HloParseError", "neuron_sim.hlo.checker.HloCheckError",
     "neuron_sim.topology.TopologyError", "neuron_sim.hlo.replica_groups.ReplicaGroupError",
-    "neuron_sim.io.ArgumentError", "interpreter.errors.InputError", "passes.base.PassError",
-    "passes.base.UnknownPassError", "passes.options.UnknownPassOptionError",
+    "neuron_sim.io.ArgumentError", "neuron_sim.interpreter.errors.InputError", "neuron_sim.passes.base.PassError",
+    "neuron_sim.passes.base.UnknownPassError", "neuron_sim.passes.options.UnknownPassOptionError",
 ])
 def test_the_errors_a_user_can_cause_are_user_errors(error_class):
     import importlib

@@ -67,9 +67,9 @@ def test_run_help_imports_run_s_parser_but_not_the_interpreter_nor_numpy():
     """The parser of ``run`` is read; what executes a module (the evaluator, its ops, numpy)
     is imported only by the handler."""
     modules = imported_by("run", "--help")
-    assert "interpreter.commands" in modules
+    assert "neuron_sim.interpreter.commands" in modules
     assert loaded(modules, HEAVY + ("numpy",)) == []
-    assert "interpreter.evaluator" not in modules and "interpreter.run_command" not in modules
+    assert "neuron_sim.interpreter.evaluator" not in modules and "neuron_sim.interpreter.run_command" not in modules
 
 
 def test_a_run_imports_nothing_the_run_does_not_use(tmp_path):
@@ -77,7 +77,7 @@ def test_a_run_imports_nothing_the_run_does_not_use(tmp_path):
     hlo.write_text("HloModule tiny\n\nENTRY main {\n  x = f32[4] parameter(0)\n"
                    "  ROOT y = f32[4] negate(x)\n}\n")
     modules = imported_by("run", str(hlo), "--seed", "0", "-o", str(tmp_path / "out.npz"))
-    assert "interpreter.evaluator" in modules
+    assert "neuron_sim.interpreter.evaluator" in modules
     assert loaded(modules, HEAVY) == []
     assert (tmp_path / "out.npz").exists()
 

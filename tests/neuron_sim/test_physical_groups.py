@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import interpreter
+import neuron_sim.interpreter as interpreter
 from neuron_sim.hlo import parse_module
 from neuron_sim.hlo.checker import HloCheckError, check_module
 from neuron_sim.physical_groups import (flattened_groups_of_physical,

@@ -7,8 +7,8 @@ corpus modules that hold the idioms, and the verifier on three topologies.
 from __future__ import annotations
 
 from neuron_sim.hlo import HloModule, parse_module, parse_module_file
-from passes import get_pass
-from verify import check_pass
+from neuron_sim.passes import get_pass
+from neuron_sim.verify import check_pass
 
 from pass_fixtures import JAX_CORPUS
 

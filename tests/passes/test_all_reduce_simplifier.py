@@ -13,10 +13,10 @@ import pytest
 
 from neuron_sim.hlo import parse_module
 from neuron_sim.topology import Topology
-from passes import get_pass
-from passes.xla.all_reduce_simplifier import participant_count
-from passes.xla.hlo_replication_analysis import HloReplicationAnalysis
-from verify import Status, check_modules
+from neuron_sim.passes import get_pass
+from neuron_sim.passes.xla.all_reduce_simplifier import participant_count
+from neuron_sim.passes.xla.hlo_replication_analysis import HloReplicationAnalysis
+from neuron_sim.verify import Status, check_modules
 
 from xla_fixtures import check_result, load_cases
 

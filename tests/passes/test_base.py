@@ -7,12 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import passes
+import neuron_sim.passes as passes
 from neuron_sim.hlo import HloInstruction, Opcode, parse_module
-from passes import registry
-from passes.base import HloPass, OpExpanderPass, PassError, SeedStatus, UnknownPassError
-from passes.pipeline import PassPipeline
-from passes.registry import get_pass, list_passes, pass_keys, register_pass
+from neuron_sim.passes import registry
+from neuron_sim.passes.base import HloPass, OpExpanderPass, PassError, SeedStatus, UnknownPassError
+from neuron_sim.passes.pipeline import PassPipeline
+from neuron_sim.passes.registry import get_pass, list_passes, pass_keys, register_pass
 
 NEGATES = """HloModule negates
 

@@ -19,14 +19,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import interpreter
+import neuron_sim.interpreter as interpreter
 from neuron_sim.hlo import parse_module_file
 from neuron_sim.io import read_npz
 from neuron_sim.topology import Topology
-from passes import PassContext, PassPipeline
-from passes.pipelines import named_pipeline
-from verify.api import check_pass
-from verify.result import Status
+from neuron_sim.passes import PassContext, PassPipeline
+from neuron_sim.passes.pipelines import named_pipeline
+from neuron_sim.verify.api import check_pass
+from neuron_sim.verify.result import Status
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "jax"
 INJECT = "aws_neuron_inject_numerical_errors"

@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from neuron_sim.hlo import Opcode
-from passes import PassPipeline
-from verify import check_pass
+from neuron_sim.passes import PassPipeline
+from neuron_sim.verify import check_pass
 
 from canonicalizer_fixtures import jax_module, module_of, run, verdicts
 

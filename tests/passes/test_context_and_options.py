@@ -8,7 +8,7 @@ import pytest
 
 from neuron_sim.hlo import parse_module
 from neuron_sim.topology import Topology
-from passes import (PassContext, PassPipeline, UnknownPassOptionError, get_pass,
+from neuron_sim.passes import (PassContext, PassPipeline, UnknownPassOptionError, get_pass,
                     parse_pass_option_args, resolve_pass_options)
 
 SUM = """

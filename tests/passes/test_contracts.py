@@ -1,4 +1,4 @@
-"""passes.contracts: what each contract allows, elementwise; weakest; the old strings."""
+"""neuron_sim.passes.contracts: what each contract allows, elementwise; weakest; the old strings."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from passes.contracts import (CHANGES_RESULTS, EXACT, INFINITY_TO_FINITE, Contract, Refinement,
+from neuron_sim.passes.contracts import (CHANGES_RESULTS, EXACT, INFINITY_TO_FINITE, Contract, Refinement,
                               contract_of, weakest)
 
 F32 = np.finfo(np.float32)

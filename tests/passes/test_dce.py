@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from neuron_sim.hlo import parse_module
-from passes import PassPipeline, get_pass
+from neuron_sim.passes import PassPipeline, get_pass
 
 from pass_fixtures import load
 

@@ -10,7 +10,7 @@ import pytest
 
 from neuron_sim.hlo import Opcode
 from neuron_sim.topology import Topology
-from passes import PassError, PassPipeline, get_pass
+from neuron_sim.passes import PassError, PassPipeline, get_pass
 
 from pass_fixtures import load
 

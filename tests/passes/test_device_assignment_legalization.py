@@ -12,14 +12,14 @@ import re
 import numpy as np
 import pytest
 
-import interpreter
+import neuron_sim.interpreter as interpreter
 from neuron_sim.hlo import parse_module, parse_module_file, print_module
 from neuron_sim.hlo.checker import check_module
 from neuron_sim.io import read_npz
 from neuron_sim.physical_groups import groups_are_physical
 from neuron_sim.topology import Topology
-from passes import PassError, get_pass
-from verify import Status, check_modules, check_pass
+from neuron_sim.passes import PassError, get_pass
+from neuron_sim.verify import Status, check_modules, check_pass
 
 from pass_fixtures import JAX_CORPUS, load
 

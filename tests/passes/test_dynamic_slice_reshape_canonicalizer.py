@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from neuron_sim.hlo import Opcode
-from passes.neuron.dynamic_slice_reshape_canonicalizer import ADD, DROP, KEEP, unit_dim_alignment
+from neuron_sim.passes.neuron.dynamic_slice_reshape_canonicalizer import ADD, DROP, KEEP, unit_dim_alignment
 
 from canonicalizer_fixtures import jax_module, module_of, run, verdicts
 

@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import interpreter
+import neuron_sim.interpreter as interpreter
 from neuron_sim.hlo import parse_module_file
 from neuron_sim.hlo.builder import ModuleBuilder
 from neuron_sim.io import read_npz
-from passes import PassContext, PassError, get_pass
-from passes.neuron.inline_weights import InlineWeights
-from verify import check_pass
-from verify.result import Status
+from neuron_sim.passes import PassContext, PassError, get_pass
+from neuron_sim.passes.neuron.inline_weights import InlineWeights
+from neuron_sim.verify import check_pass
+from neuron_sim.verify.result import Status
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reliability"))
 from real_cli import cli  # noqa: E402

@@ -17,7 +17,7 @@ from __future__ import annotations
 import pytest
 
 from neuron_sim.hlo import Opcode, parse_module_file
-from passes import get_pass
+from neuron_sim.passes import get_pass
 
 from pass_fixtures import JAX_CORPUS
 

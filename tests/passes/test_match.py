@@ -1,4 +1,4 @@
-"""passes.match: patterns over opcodes and nested operands, captures (one name, one
+"""neuron_sim.passes.match: patterns over opcodes and nested operands, captures (one name, one
 instruction), predicates, rules that decline, first-match order, and RuleExpanderPass."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from neuron_sim.hlo import HloInstruction, Opcode, parse_module
-from passes.match import Pat, RewriteRules, RuleExpanderPass
+from neuron_sim.passes.match import Pat, RewriteRules, RuleExpanderPass
 
 ADDS = """HloModule adds
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from neuron_sim.hlo import parse_module
-from passes import PassError
+from neuron_sim.passes import PassError
 
 from canonicalizer_fixtures import jax_module, module_of, run, verdicts
 

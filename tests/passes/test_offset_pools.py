@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from passes.neuron.offset_pools import (POOL_READINGS, expected_pools, pool_group_index_repeated,
+from neuron_sim.passes.neuron.offset_pools import (POOL_READINGS, expected_pools, pool_group_index_repeated,
                                         pool_identity, pool_multiplied, pool_repeated)
 
 

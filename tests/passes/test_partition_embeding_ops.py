@@ -22,11 +22,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import interpreter
+import neuron_sim.interpreter as interpreter
 from neuron_sim.hlo import Opcode, parse_module_file
 from neuron_sim.topology import Topology
-from passes import get_pass
-from verify import Status, check_pass
+from neuron_sim.passes import get_pass
+from neuron_sim.verify import Status, check_pass
 
 from pass_fixtures import JAX_CORPUS, fixture_path
 
@@ -172,7 +172,7 @@ def test_a_replicated_sharding_is_not_taken_as_replication_with_several_replicas
 def test_the_report_names_each_topology_s_rewrite_when_they_differ():
     """16 table rows: 4-row shards on 1x4, 2-row shards on 1x8. The text report said only the
     first topology's rewrite; it now says each (the JSON has them per topology too)."""
-    from verify import format_result
+    from neuron_sim.verify import format_result
 
     result = check_pass(load(PARTITIONED), KEY, ["1x4", "1x8"], minimize=False)
     text = format_result(result)

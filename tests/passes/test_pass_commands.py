@@ -14,7 +14,7 @@ SINGLE = "aws_neuron_rewrite_all_reduce_dynamic_slice"
 MATCH = str(fixture_path("ar_ds_single_group/match.hlo"))
 REWRITE_LINE = (f"{SINGLE}: %dynamic-slice -> %reduce-scatter (reduce-scatter, dimensions={{0}}, "
                 "replica_groups={{0,1,2,3}}, channel_id=5)")
-# The CLI also loads verify.symbolic, which registers the z3-proven fold.
+# The CLI also loads neuron_sim.proofs, which registers the z3-proven fold.
 # The collective tier, the cleanup tier (the keys issues 12 and 13 fix: aws_neuron_<snake_case>
 # of the seed's class names) and XLA's baselines (issue 15).
 CLEANUP_CLASSES = [

@@ -4,8 +4,8 @@ the operand); values unchanged."""
 from __future__ import annotations
 
 from neuron_sim.hlo import Opcode
-from passes import get_pass
-from verify import check_pass
+from neuron_sim.passes import get_pass
+from neuron_sim.verify import check_pass
 
 from pass_fixtures import load
 

@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from neuron_sim.errors import UserError
-from passes.pipelines import PIPELINES, pipeline_entries
-from passes.registry import pass_keys
+from neuron_sim.passes.pipelines import PIPELINES, pipeline_entries
+from neuron_sim.passes.registry import pass_keys
 
 
 def test_the_closer_is_in_registration_order_and_complete():

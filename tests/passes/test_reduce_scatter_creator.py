@@ -12,9 +12,9 @@ import pytest
 
 from neuron_sim.hlo import parse_module
 from neuron_sim.topology import Topology
-from passes import get_pass
-from passes.xla.collective_opt_utils import dimensions_unmodified_by_reshape
-from verify import Status, check_pass
+from neuron_sim.passes import get_pass
+from neuron_sim.passes.xla.collective_opt_utils import dimensions_unmodified_by_reshape
+from neuron_sim.verify import Status, check_pass
 
 from xla_fixtures import check_result, load_cases
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import interpreter
+import neuron_sim.interpreter as interpreter
 from neuron_sim.hlo import Opcode
 from neuron_sim.hlo.builder import ModuleBuilder
 from neuron_sim.topology import Topology
-from passes import INFINITY_TO_FINITE, get_pass
-from verify import Status, check_modules, check_pass
+from neuron_sim.passes import INFINITY_TO_FINITE, get_pass
+from neuron_sim.verify import Status, check_modules, check_pass
 
 from pass_fixtures import jax_corpus_case
 

@@ -10,16 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import interpreter
-import passes.neuron.replace_rng as replace_rng
+import neuron_sim.interpreter as interpreter
+import neuron_sim.passes.neuron.replace_rng as replace_rng
 from neuron_sim.hlo import parse_module_file
 from neuron_sim.hlo.builder import ModuleBuilder
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.io import read_npz
-from passes import PassContext, get_pass
-from passes.neuron.replace_rng import mersenne_twister
-from verify import check_pass
-from verify.result import Status
+from neuron_sim.passes import PassContext, get_pass
+from neuron_sim.passes.neuron.replace_rng import mersenne_twister
+from neuron_sim.verify import check_pass
+from neuron_sim.verify.result import Status
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reliability"))
 from real_cli import cli  # noqa: E402

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from neuron_sim.hlo import Opcode
-from passes.neuron.resolve_self_comparison import self_comparison_value
+from neuron_sim.passes.neuron.resolve_self_comparison import self_comparison_value
 
 from canonicalizer_fixtures import jax_module, module_of, run, verdicts
 

@@ -13,13 +13,13 @@ import pytest
 
 from neuron_sim.hlo import Opcode
 from neuron_sim.hlo.replica_groups import ReplicaGroups
-from passes import PassError, get_pass
-from passes.neuron.pattern_helpers import MatchResult
+from neuron_sim.passes import PassError, get_pass
+from neuron_sim.passes.neuron.pattern_helpers import MatchResult
 
 from pass_fixtures import load
 
 KEY = "aws_neuron_rewrite_all_reduce_dynamic_slice"
-LOGGER = "passes.neuron.rewrite_all_reduce_dynamic_slice"
+LOGGER = "neuron_sim.passes.neuron.rewrite_all_reduce_dynamic_slice"
 DIR = "ar_ds_single_group/"
 
 REJECTIONS = [

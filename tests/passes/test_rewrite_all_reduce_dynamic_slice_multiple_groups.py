@@ -15,13 +15,13 @@ import pytest
 
 from neuron_sim.hlo import Opcode
 from neuron_sim.hlo.replica_groups import ReplicaGroups
-from passes import get_pass
-from passes.neuron.pattern_helpers import MatchResult
+from neuron_sim.passes import get_pass
+from neuron_sim.passes.neuron.pattern_helpers import MatchResult
 
 from pass_fixtures import load
 
 KEY = "aws_neuron_rewrite_all_reduce_dynamic_slice_multiple_groups"
-LOGGER = "passes.neuron.rewrite_all_reduce_dynamic_slice_multiple_groups"
+LOGGER = "neuron_sim.passes.neuron.rewrite_all_reduce_dynamic_slice_multiple_groups"
 DIR = "ar_ds_multiple_groups/"
 
 REJECTIONS = [

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from neuron_sim.hlo import parse_module
-from passes import PassError, get_pass
-from passes.contracts import BF16_HALF_ULP, EXACT, INFINITY_TO_FINITE, Tolerance, weakest
-from verify import check_pass
+from neuron_sim.passes import PassError, get_pass
+from neuron_sim.passes.contracts import BF16_HALF_ULP, EXACT, INFINITY_TO_FINITE, Tolerance, weakest
+from neuron_sim.verify import check_pass
 
 from pass_fixtures import load
 
@@ -29,7 +29,7 @@ def test_it_verifies_under_the_tolerance_and_not_exactly():
     module = load("cleanup_io/movement_flat.hlo")
     result = check_pass(module, "aws_neuron_rewrite_module_dtype", ["1x1"], trials=3)
     assert str(result.status) == "CORRECT" and result.contract is BF16_HALF_ULP
-    from verify import check_modules
+    from neuron_sim.verify import check_modules
     target = module.clone()
     get_pass("aws_neuron_rewrite_module_dtype").run(target)
     assert str(check_modules(module, target, ["1x1"], trials=1, minimize=False).status) == \

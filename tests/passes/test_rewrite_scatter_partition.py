@@ -12,12 +12,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import interpreter
+import neuron_sim.interpreter as interpreter
 from neuron_sim.hlo import Opcode, parse_module, parse_module_file, print_module
 from neuron_sim.io import read_npz
 from neuron_sim.topology import Topology
-from passes import get_pass
-from verify import Status, check_modules, check_pass
+from neuron_sim.passes import get_pass
+from neuron_sim.verify import Status, check_modules, check_pass
 
 from pass_fixtures import JAX_CORPUS, fixture_path, load
 

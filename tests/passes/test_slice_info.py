@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from neuron_sim.hlo import parse_module
-from passes.neuron.slice_info import (GetSliceInfo1D, SliceInfo1D, get_slice_info_1d,
+from neuron_sim.proofs.index.slice_info import (GetSliceInfo1D, SliceInfo1D, get_slice_info_1d,
                                       slice_info_1d_of_dims)
 
 

@@ -7,8 +7,8 @@ import pytest
 
 from neuron_sim.hlo import parse_module
 from neuron_sim.topology import Topology
-from passes import get_pass
-from verify import check_pass
+from neuron_sim.passes import get_pass
+from neuron_sim.verify import check_pass
 
 MODULE = """HloModule m, replica_count=1, num_partitions=2
 %sum (a: f32[], b: f32[]) -> f32[] {

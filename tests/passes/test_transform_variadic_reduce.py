@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import interpreter
+import neuron_sim.interpreter as interpreter
 from neuron_sim.hlo import parse_module
-from verify import check_pass
+from neuron_sim.verify import check_pass
 
 from canonicalizer_fixtures import TOPOLOGIES, jax_module, run
 from pass_fixtures import JAX_CORPUS

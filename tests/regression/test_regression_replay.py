@@ -26,10 +26,10 @@ from neuron_sim.hlo import HloModule, parse_module, parse_module_file
 from neuron_sim.hlo.replica_groups import ReplicaGroups
 from neuron_sim.io import read_npz
 from neuron_sim.topology import Topology
-from passes import PassContext
-from verify.api import apply_passes, check_modules, check_pass, pass_list
-from verify.fuzz.runner import run_campaign
-from verify.result import Status
+from neuron_sim.passes import PassContext
+from neuron_sim.verify.api import apply_passes, check_modules, check_pass, pass_list
+from neuron_sim.verify.fuzz.runner import run_campaign
+from neuron_sim.verify.result import Status
 
 CASES = Path(__file__).resolve().parents[1] / "data" / "regression"
 CASE_DIRS = sorted(p for p in CASES.iterdir() if (p / "fuzz.json").exists())

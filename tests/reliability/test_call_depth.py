@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from interpreter.limits import MAX_CALL_DEPTH
+from neuron_sim.interpreter.limits import MAX_CALL_DEPTH
 
 
 def chain(depth: int) -> str:

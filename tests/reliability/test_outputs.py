@@ -463,8 +463,8 @@ runpy.run_module("neuron_sim.cli", run_name="__main__", alter_sys=True)
 @needs_proc
 @pytest.mark.parametrize("held, argv", [
     ("neuron_sim.commands", ["verify", "endless.hlo", "endless.hlo", "--out", "cex"]),
-    ("verify.api", ["verify", "endless.hlo", "endless.hlo", "--out", "cex"]),
-    ("interpreter.evaluator", ["run", "endless.hlo", "-o", "out.npz"]),
+    ("neuron_sim.verify.api", ["verify", "endless.hlo", "endless.hlo", "--out", "cex"]),
+    ("neuron_sim.interpreter.evaluator", ["run", "endless.hlo", "-o", "out.npz"]),
 ], ids=["the command line's own", "verify's modules", "run's modules"])
 def test_ctrl_c_while_the_commands_are_imported_is_the_one_line_and_130(work, tmp_path_factory,
                                                                          held, argv):

@@ -13,8 +13,8 @@ import pytest
 
 from neuron_sim.hlo.parser import parse_module
 from neuron_sim.topology import Topology
-from passes.registry import get_pass, parse_pass_list
-from verify.schedule.runner import VALUE_IDENTITY_NOTE, check_schedule, suggest_positions
+from neuron_sim.passes.registry import get_pass, parse_pass_list
+from neuron_sim.verify.schedule.runner import VALUE_IDENTITY_NOTE, check_schedule, suggest_positions
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TABLE = DATA / "schedule" / "degenerate_rules.tsv"
@@ -298,7 +298,7 @@ def test_cli_trials_below_one_is_usage(tmp_path, capsys, trials):
 
 
 def _closer_keys() -> list[str]:
-    from passes.pipelines import pipeline_entries
+    from neuron_sim.passes.pipelines import pipeline_entries
 
     return [key for _, key in pipeline_entries("neuron-closer",
                                                ["aws_neuron_inject_numerical_errors"])]

@@ -6,8 +6,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from passes.contracts import EXACT, INFINITY_TO_FINITE
-from verify.compare import (allowed_mask, equal_mask, find_mismatch, format_value,
+from neuron_sim.passes.contracts import EXACT, INFINITY_TO_FINITE
+from neuron_sim.verify.compare import (allowed_mask, equal_mask, find_mismatch, format_value,
                             is_rounding_sized)
 
 

@@ -9,15 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import interpreter
-from interpreter.errors import CollectiveMismatchError, ExecutionError, Unimplemented
+import neuron_sim.interpreter as interpreter
+from neuron_sim.interpreter.errors import CollectiveMismatchError, ExecutionError, Unimplemented
 from neuron_sim.hlo import parse_module, parse_module_file
 from neuron_sim.hlo.literals import ElidedLiteralError
-from verify import Status, check_modules, check_pass
-from verify.checks import (CHECKS, COLLECTIVE_MISMATCH, PASS_FAILED, SOURCE_FAILS, TARGET_FAILS,
+from neuron_sim.verify import Status, check_modules, check_pass
+from neuron_sim.verify.checks import (CHECKS, COLLECTIVE_MISMATCH, PASS_FAILED, SOURCE_FAILS, TARGET_FAILS,
                            TARGET_MALFORMED, UNSUPPORTED, VALUE_MISMATCH, Check, Finding, Trial)
-from verify.execution import ExecutionTimeout, Failure, classify_failure
-from verify.inputs import DEFAULT_TRIALS
+from neuron_sim.verify.execution import ExecutionTimeout, Failure, classify_failure
+from neuron_sim.verify.inputs import DEFAULT_TRIALS
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SINGLE = "aws_neuron_rewrite_all_reduce_dynamic_slice"
@@ -97,7 +97,7 @@ def test_a_pass_that_raises_is_an_error_not_unsound():
 
 
 def test_passes_are_accepted_as_a_comma_list_names_or_objects():
-    from passes import get_pass
+    from neuron_sim.passes import get_pass
 
     module = example("delete_permute_real_all_reduce")
     for passes in ("aws_neuron_delete_permute,dce", ["DeletePermute"], [get_pass(DELETE)]):

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from neuron_sim.cli import main
-from verify.fuzz.commands import parse_duration
-from verify.fuzz.runner import CLASSES, group_layout, pairs_layout
+from neuron_sim.verify.fuzz.commands import parse_duration
+from neuron_sim.verify.fuzz.runner import CLASSES, group_layout, pairs_layout
 
 DELETE = "aws_neuron_delete_permute"
 

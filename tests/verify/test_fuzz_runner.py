@@ -1,4 +1,4 @@
-"""verify.fuzz: the seeded driver of the strategies, crash minimization, kinds and signatures."""
+"""neuron_sim.verify.fuzz: the seeded driver of the strategies, crash minimization, kinds and signatures."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 
 from neuron_sim.hlo import parse_module_file
 from neuron_sim.hlo.opcodes import Opcode
-from passes import HloPass
-from verify.fuzz.generator import fuzz_modules, module_at
-from verify.fuzz.runner import crash_line, run_campaign
-from verify.strategies import RandomDraw, collective_idioms, draw_example, topologies
+from neuron_sim.passes import HloPass
+from neuron_sim.verify.fuzz.generator import fuzz_modules, module_at
+from neuron_sim.verify.fuzz.runner import crash_line, run_campaign
+from neuron_sim.verify.strategies import RandomDraw, collective_idioms, draw_example, topologies
 
 
 class CrashOnMultiply(HloPass):

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from verify import Status, check_modules
-from verify.inputs import DEFAULT_TRIALS
-from verify.report import read_pair_file
+from neuron_sim.verify import Status, check_modules
+from neuron_sim.verify.inputs import DEFAULT_TRIALS
+from neuron_sim.verify.report import read_pair_file
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "verify"
 PAIRS = sorted(DATA.glob("*.hlo"))

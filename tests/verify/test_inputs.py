@@ -8,7 +8,7 @@ import pytest
 
 from neuron_sim.hlo import parse_module
 from neuron_sim.topology import Topology
-from verify.inputs import STYLES, generate_inputs, parameter_replication
+from neuron_sim.verify.inputs import STYLES, generate_inputs, parameter_replication
 
 MODULE = """
 HloModule m, num_partitions=4
@@ -125,7 +125,7 @@ def test_exact_counterpart_keeps_equal_values_equal():
     like a miscompile: 8 different rows summed against 8 x one row)."""
     import numpy as np
 
-    from verify.inputs import exact_counterpart
+    from neuron_sim.verify.inputs import exact_counterpart
 
     row = np.array([0.1, -3.7, 0.1, 2.2, 0.0, np.inf], dtype=np.float32)
     replicated = np.stack([row] * 8)

@@ -11,10 +11,11 @@ import pytest
 
 from neuron_sim import parse_module
 from neuron_sim.topology import Topology
-from passes.analysis.fold_proof import prove_module
-from verify import Status, check_modules
-from verify.proof import PROOF_FAILED, prove
-from verify.sweep.generator import generate
+from neuron_sim.proofs.index.fold_proof import prove_module
+from neuron_sim.verify import Status, check_modules
+from neuron_sim.proofs.all_inputs import prove
+from neuron_sim.verify.proving import PROOF_FAILED
+from neuron_sim.verify.sweep.generator import generate
 
 JAX = Path(__file__).resolve().parents[1] / "data" / "jax"
 

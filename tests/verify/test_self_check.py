@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from neuron_sim.hlo import parse_module_file
-from verify import Status, check_modules
-from verify.checks import SOURCE_FAILS, UNSUPPORTED
+from neuron_sim.verify import Status, check_modules
+from neuron_sim.verify.checks import SOURCE_FAILS, UNSUPPORTED
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 MANIFEST = json.loads((DATA / "jax" / "MANIFEST.json").read_text())

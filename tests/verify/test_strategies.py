@@ -1,4 +1,4 @@
-"""verify.strategies: valid by construction, printable and parseable, self-verifying, reaching
+"""neuron_sim.verify.strategies: valid by construction, printable and parseable, self-verifying, reaching
 the seed passes, and the same on the local and the MPI backend.
 
 Properties run a bounded number of examples (hypothesis, no deadline) to stay fast.
@@ -17,17 +17,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import interpreter
+import neuron_sim.interpreter as interpreter
 from neuron_sim.hlo import parse_module, parse_module_file
 from neuron_sim.hlo.checker import check_module
 from neuron_sim.io import read_npz, storable
 from neuron_sim.topology import Topology, group_mode, validate_replica_groups
 from neuron_sim.hlo.replica_groups import ReplicaGroups
-from passes import PassContext
-from verify.api import apply_passes, check_modules, pass_list
-from verify.fuzz.generator import StopDrawing, draw_modules
-from verify.result import Status
-from verify.strategies import (GROUP_MODES, collective_idioms, compact_forms,
+from neuron_sim.passes import PassContext
+from neuron_sim.verify.api import apply_passes, check_modules, pass_list
+from neuron_sim.verify.fuzz.generator import StopDrawing, draw_modules
+from neuron_sim.verify.result import Status
+from neuron_sim.verify.strategies import (GROUP_MODES, collective_idioms, compact_forms,
                                composite,
                                draw_example, hlo_modules, layout_groups, module_inputs,
                                replica_groups, sampled, topologies)

@@ -7,8 +7,8 @@ import random
 import time
 
 from neuron_sim.hlo.replica_groups import ReplicaGroups
-from verify.sweep.generator import Case, Spec, build, generate
-from verify.sweep.runner import default_passes, run_case
+from neuron_sim.verify.sweep.generator import Case, Spec, build, generate
+from neuron_sim.verify.sweep.runner import default_passes, run_case
 
 SAMPLE = 200
 SINGLE = "aws_neuron_rewrite_all_reduce_dynamic_slice"

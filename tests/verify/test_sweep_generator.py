@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from verify.sweep.generator import (ASSIGNMENTS, LAYOUTS, MODES, OFFSET_FORMS, PRESETS, Spec,
+from neuron_sim.verify.sweep.generator import (ASSIGNMENTS, LAYOUTS, MODES, OFFSET_FORMS, PRESETS, Spec,
                                     build, generate, grid_topologies)
 
 
@@ -70,7 +70,7 @@ def test_invalid_combinations_are_skipped_with_their_reason(sweep):
     (Spec("t", 1, 5, "flattened", "contiguous", "table"), "equal groups"),
 ])
 def test_build_refuses_with_a_reason(spec, reason):
-    from verify.sweep.generator import Invalid
+    from neuron_sim.verify.sweep.generator import Invalid
 
     with pytest.raises(Invalid, match=reason):
         build(spec, random.Random(0))

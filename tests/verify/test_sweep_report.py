@@ -10,11 +10,11 @@ import sys
 import pytest
 
 from neuron_sim.cli import main
-from verify.sweep.generator import generate
-from verify.sweep.report import (findings, pass_counts, print_report, sweep_json,
+from neuron_sim.verify.sweep.generator import generate
+from neuron_sim.verify.sweep.report import (findings, pass_counts, print_report, sweep_json,
                                  theorem_says_sound)
-from verify.sweep.runner import default_passes, run_cases
-from verify.symbolic.pool_theorems import Layout
+from neuron_sim.verify.sweep.runner import default_passes, run_cases
+from neuron_sim.proofs.pools import Layout
 
 
 @pytest.mark.parametrize("pool, layout, G, g, s, sound", [

@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from interpreter.symbolic import TermTable, run_symbolic
+from neuron_sim.proofs.symbolic import TermTable, run_symbolic
 from neuron_sim import parse_module
 from neuron_sim.topology import Topology
-from verify import Status, check_modules
-from verify.proof import PROOF_FAILED
-from verify.term_smt import decide
+from neuron_sim.verify import Status, check_modules
+from neuron_sim.verify.proving import PROOF_FAILED
+from neuron_sim.proofs.smt import decide
 
 
 def pair(body_source: str, body_target: str, params: str = "x: f32[4]", result: str = "f32[4]",

@@ -12,9 +12,9 @@ import pytest
 from neuron_sim.cli import main
 from neuron_sim.hlo import parse_module
 from neuron_sim.topology import Topology
-from passes import HloPass, PassContext, PassOption, UnknownPassOptionError
-from verify import Status, check_modules, check_pass, format_result
-from verify.checks import VALUE_MISMATCH
+from neuron_sim.passes import HloPass, PassContext, PassOption, UnknownPassOptionError
+from neuron_sim.verify import Status, check_modules, check_pass, format_result
+from neuron_sim.verify.checks import VALUE_MISMATCH
 
 # No channel_id: an all-reduce across all replicas; the identity with one replica only.
 CROSS_REPLICA = (Path(__file__).resolve().parents[1] / "data" / "verify" / "modules" /

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from neuron_sim.cli import main
-from verify.report import read_pair_file
+from neuron_sim.verify.report import read_pair_file
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -118,7 +118,7 @@ def test_demo_runs_the_tour_and_exits_0(capsys):
 
 
 def test_demo_without_its_examples_says_so_in_one_sentence(monkeypatch, tmp_path, capsys):
-    from verify import demo
+    from neuron_sim.verify import demo
 
     monkeypatch.setattr(demo, "EXAMPLES_DIR", tmp_path)
     assert main(["demo"]) == 2

@@ -27,8 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from interpreter.backends.mpi import MpiRunError, exit_process, run_mpi  # noqa: E402
-from interpreter.backends.mpi.transport import MpiTransport  # noqa: E402
+from neuron_sim.interpreter.backends.mpi import MpiRunError, exit_process, run_mpi  # noqa: E402
+from neuron_sim.interpreter.backends.mpi.transport import MpiTransport  # noqa: E402
 from neuron_sim.hlo import parse_module_file  # noqa: E402
 from neuron_sim.io import output_arrays, read_npz, write_npz  # noqa: E402
 from neuron_sim.topology import Topology, parse_device_assignment  # noqa: E402

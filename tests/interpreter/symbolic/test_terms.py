@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from interpreter.symbolic import TermTable
+from neuron_sim.proofs.symbolic import TermTable
 
 
 def test_interning_gives_equal_handles_exactly_for_equal_rows():

@@ -7,5 +7,5 @@ import pytest
 
 @pytest.fixture(scope="session")
 def pool_rows():
-    from verify.symbolic.pool_theorems import pool_table
+    from neuron_sim.proofs.pools import pool_table
     return {(row.pool, str(row.layout)): row for row in pool_table()}

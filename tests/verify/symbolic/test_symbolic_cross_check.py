@@ -14,13 +14,13 @@ import random
 import numpy as np
 import pytest
 
-import interpreter
+import neuron_sim.interpreter as interpreter
 from neuron_sim.hlo import parse_module
 from neuron_sim.hlo.replica_groups import ReplicaGroups
 from neuron_sim.topology import Topology, group_mode, participant_groups
-from passes.neuron.offset_pools import POOL_READINGS
-from verify.symbolic import Status, prove_module
-from verify.symbolic.idioms import (ArDsIdiom, offset_constant, offset_divmod, offset_flattened,
+from neuron_sim.passes.neuron.offset_pools import POOL_READINGS
+from neuron_sim.proofs.index.fold_proof import Status, prove_module
+from neuron_sim.proofs.idioms import (ArDsIdiom, offset_constant, offset_divmod, offset_flattened,
                                     offset_id_times, offset_jax, offset_pool, offset_table)
 
 MODE_KEYS = {"flattened": ("all-reduce", True, True),

@@ -9,8 +9,9 @@ import pytest
 
 from neuron_sim.hlo import parse_module, parse_module_file
 from neuron_sim.topology import Topology
-from verify.symbolic import Status, find_ar_ds_pairs, prove_module
-from verify.symbolic.idioms import (ArDsIdiom, offset_divmod, offset_id_times, offset_jax,
+from neuron_sim.proofs.index.ar_ds_pairs import find_ar_ds_pairs
+from neuron_sim.proofs.index.fold_proof import Status, prove_module
+from neuron_sim.proofs.idioms import (ArDsIdiom, offset_divmod, offset_id_times, offset_jax,
                                     offset_pool, offset_table)
 
 ROOT = Path(__file__).resolve().parents[3]

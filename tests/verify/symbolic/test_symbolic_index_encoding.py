@@ -9,8 +9,8 @@ import z3
 from neuron_sim.hlo import parse_module
 from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.topology import Topology
-from passes.analysis import int_semantics as sem
-from passes.analysis.index_encoding import DeviceCoordinates, IndexEncoder, OutsideSubLanguage
+from neuron_sim.proofs.index import int_semantics as sem
+from neuron_sim.proofs.index.index_encoding import DeviceCoordinates, IndexEncoder, OutsideSubLanguage
 
 
 def values_per_device(text: str, topology: Topology, name: str | None = None) -> list[int]:

@@ -12,8 +12,8 @@ import z3
 from neuron_sim.hlo import parse_module, parse_module_file
 from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.topology import Topology
-from passes.analysis import int_semantics as sem
-from passes.analysis.index_encoding import (DeviceCoordinates, IndexEncoder, OutsideSubLanguage,
+from neuron_sim.proofs.index import int_semantics as sem
+from neuron_sim.proofs.index.index_encoding import (DeviceCoordinates, IndexEncoder, OutsideSubLanguage,
                                             SymValue)
 
 JAX = Path(__file__).resolve().parents[2] / "data" / "jax"

@@ -48,11 +48,11 @@ import z3
 
 from neuron_sim.hlo import parse_module
 from neuron_sim.topology import Topology
-from passes import get_pass
-from passes.neuron.offset_pools import POOL_READINGS
-from verify.symbolic.pool_theorems import (POOLS, BitVecModel, IntModel, Layout, PoolWitness,
+from neuron_sim.passes import get_pass
+from neuron_sim.passes.neuron.offset_pools import POOL_READINGS
+from neuron_sim.proofs.pools import (POOLS, BitVecModel, IntModel, Layout, PoolWitness,
                                            prove_characterization, prove_lemmas)
-from verify.symbolic.replay import (MULTIPLE_GROUPS, mismatching_devices, pool_witness_idiom,
+from neuron_sim.proofs.replay import (MULTIPLE_GROUPS, mismatching_devices, pool_witness_idiom,
                                     replay_pool_witness)
 
 C, S = Layout.CONTIGUOUS, Layout.STRIDED

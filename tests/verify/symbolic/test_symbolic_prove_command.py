@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from neuron_sim.cli import main
-from verify.symbolic.idioms import ArDsIdiom
+from neuron_sim.proofs.idioms import ArDsIdiom
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples"
@@ -79,7 +79,7 @@ def test_module_without_pairs_has_nothing_to_refute(capsys):
 
 @pytest.fixture
 def cached_pool_table(monkeypatch, pool_rows):
-    import verify.symbolic.pool_theorems as theorems
+    import neuron_sim.proofs.pools as theorems
     monkeypatch.setattr(theorems, "pool_table", lambda max_devices: list(pool_rows.values()))
 
 

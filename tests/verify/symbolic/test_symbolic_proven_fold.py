@@ -10,12 +10,12 @@ import pytest
 from neuron_sim.hlo import parse_module, parse_module_file
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.topology import Topology
-from passes import get_pass
-from passes.neuron.rewrite_all_reduce_dynamic_slice_proven import RewriteAllReduceDynamicSliceProven
-from verify import check_pass
-from verify import Status as Verification
-from verify.symbolic.idioms import ArDsIdiom, offset_id_times, offset_jax, offset_pool
-from verify.symbolic.replay import mismatching_devices
+from neuron_sim.passes import get_pass
+from neuron_sim.passes.neuron.rewrite_all_reduce_dynamic_slice_proven import RewriteAllReduceDynamicSliceProven
+from neuron_sim.verify import check_pass
+from neuron_sim.verify import Status as Verification
+from neuron_sim.proofs.idioms import ArDsIdiom, offset_id_times, offset_jax, offset_pool
+from neuron_sim.proofs.replay import mismatching_devices
 
 ROOT = Path(__file__).resolve().parents[3]
 JAX = ROOT / "tests" / "data" / "jax"

@@ -1,0 +1,107 @@
+"""``run`` and ``execute``: a module on every device, in this process or under MPI (the
+package's docstring says what they take and return; ``interpreter`` re-exports them)."""
+
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from neuron_sim.hlo import HloModule, parse_module
+from neuron_sim.topology import Topology
+
+from neuron_sim.interpreter.arguments import prepare_arguments
+from neuron_sim.interpreter.backends import make_transport
+from neuron_sim.interpreter.evaluator import Deadline, Evaluator
+from neuron_sim.interpreter.memory import require_memory
+from neuron_sim.interpreter.values import Value, leaves, output_rows
+
+__all__ = ["RunResult", "execute", "run"]
+
+
+@dataclass
+class RunResult:
+    """The outcome of executing a module on every device."""
+
+    outputs: list[np.ndarray]  # one [D, *shape] array per result leaf
+    values: list[Value]  # the same leaves, replicated ones held once
+    topology: Topology
+    instructions_executed: int
+    device_instructions: int  # instructions x the devices they ran for
+
+
+def run(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] | None = None,
+        topology: Topology | None = None, backend: str = "local", seed: int | None = None,
+        *, time_limit: float | None = None, max_memory: int | None = None
+        ) -> list[np.ndarray]:
+    """Execute ``module`` on every device; one ``[D, *shape]`` array per result leaf.
+
+    ``backend="mpi"`` must be called on every rank under mpiexec (``docs/mpi.md``); every rank
+    then returns the full outputs (gathered on rank 0, broadcast to the others). A run that
+    ends early raises the backend's agreed ``MpiRunError`` (an InterpreterError) on every rank;
+    there ``time_limit`` is the watchdog's (default ``DEFAULT_TIMEOUT``).
+    """
+    if backend == "mpi":
+        from mpi4py import MPI
+
+        from neuron_sim.interpreter.backends.mpi import DEFAULT_TIMEOUT, run_mpi
+
+        module = parse_module(module) if isinstance(module, str) else module
+        if max_memory is not None:
+            require_memory(module, topology or Topology(module.replica_count,
+                                                        module.num_partitions), max_memory)
+        result = run_mpi(module, inputs, topology, seed=seed,
+                         timeout=DEFAULT_TIMEOUT if time_limit is None else time_limit)
+        return MPI.COMM_WORLD.bcast(result.outputs, root=0)
+    return execute(module, inputs, topology, backend, seed, time_limit=time_limit,
+                   max_memory=max_memory).outputs
+
+
+def _owned_outputs(rows: list[np.ndarray]) -> list[np.ndarray]:
+    """The output arrays, each one the caller may write to without touching anything else: an
+    array the run computed (owning its data, writable) is handed over as it is; a view (of an
+    input, of a value held once, of another output) or a repeated array is copied. The leaves
+    in ``RunResult.values`` may share data with the outputs."""
+    outputs: list[np.ndarray] = []
+    seen: set[int] = set()
+    for array in rows:
+        owned = array.flags.owndata and array.flags.writeable and id(array) not in seen
+        seen.add(id(array))
+        outputs.append(array if owned else np.array(array, copy=True))
+    return outputs
+
+
+@functools.lru_cache(maxsize=64)
+def _header_topology(replica_count: int, num_partitions: int) -> Topology:
+    """The default topology of a module header, built once per shape (Topology is immutable,
+    and checking its fields costs more than some small modules take to run)."""
+    return Topology(replica_count, num_partitions)
+
+
+def execute(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] | None = None,
+            topology: Topology | None = None, backend: str = "local", seed: int | None = None,
+            *, time_limit: float | None = None, max_memory: int | None = None) -> RunResult:
+    """Like ``run``, also returning the values and execution counts.
+
+    Without ``inputs``, a module with parameters needs ``seed``: inputs are then drawn with
+    ``draw_inputs`` (distinct per device). ``seed`` also seeds the ``rng`` ops.
+    """
+    if isinstance(module, str):
+        module = parse_module(module)
+    if topology is None:
+        topology = _header_topology(module.replica_count, module.num_partitions)
+    num_devices = topology.num_devices
+    if max_memory is not None:
+        require_memory(module, topology, max_memory)
+    deadline = None if time_limit is None else Deadline(time_limit)
+    args = prepare_arguments(module, topology, inputs, seed)
+    evaluator = Evaluator(module, topology, make_transport(backend, num_devices), seed,
+                          deadline)
+    result = evaluator.run_entry(args)
+    values = list(leaves(result))
+    outputs = _owned_outputs([output_rows(v, num_devices) for v in values])
+    return RunResult(outputs, values, topology, evaluator.instructions_executed,
+                     evaluator.device_instructions)

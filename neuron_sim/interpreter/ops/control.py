@@ -1,0 +1,159 @@
+"""Control flow and called computations: fusion, call, map, while, conditional, the generic
+async wrappers and copy-start/copy-done.
+
+Device-dependent control flow runs in lockstep: a while whose predicate differs across the
+frame's rows keeps iterating only the rows still running (the body is evaluated for that subset;
+the others keep their final state), and a conditional whose branch differs runs each branch on
+the rows that take it and merges the results. A collective reached inside such a subset by part
+of a participant group is reported by the transport (CollectiveMismatchError).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from neuron_sim.hlo import Opcode
+from neuron_sim.hlo.shapes import TupleShape
+
+from neuron_sim.interpreter.errors import InterpreterError
+from neuron_sim.interpreter.ops.registry import implements
+from neuron_sim.interpreter.values import (TOKEN, PerDevice, Replicated, TupleValue, merge, merge_branches,
+                                restrict)
+
+
+@implements(Opcode.FUSION, values=True)
+def fusion(ctx, *operands):
+    return ctx.call(ctx.attr("calls"), operands)
+
+
+@implements(Opcode.CALL, values=True)
+def call(ctx, *operands):
+    return ctx.call(ctx.attr("to_apply"), operands)
+
+
+@implements(Opcode.MAP)
+def map_(ctx, *arrays):
+    arrays = ctx.unify(*arrays)
+    return ctx.elementwise(ctx.attr("to_apply"))(*arrays)
+
+
+def row_flags(value, n: int) -> bool | np.ndarray:
+    """A pred (or integer) scalar value as one Python bool if uniform, else one bool per row."""
+    if isinstance(value, Replicated):
+        return bool(value.array)
+    if isinstance(value, PerDevice):
+        flags = np.asarray(value.array, bool).reshape(n)
+        if flags.all():
+            return True
+        if not flags.any():
+            return False
+        return flags
+    raise InterpreterError(f"expected a scalar predicate, got {value!r}")
+
+
+@implements(Opcode.WHILE, values=True)
+def while_(ctx, initial):
+    condition, body = ctx.attr("condition"), ctx.attr("body")
+    frame = ctx.frame
+    rows = None  # indices of the rows still iterating; None: all of them
+    done = None  # the state of every row, for rows that stopped (kept up to date lazily)
+    state = initial
+    while True:
+        active = frame if rows is None else frame.subset(rows)
+        flags = row_flags(ctx.call(condition, [state], active), active.n)
+        if flags is False:
+            break
+        if flags is not True:
+            keep = np.flatnonzero(flags)
+            done = state if rows is None else merge(done, rows, state, frame.n)
+            rows = keep if rows is None else rows[keep]
+            state = restrict(state, keep)
+            active = frame.subset(rows)
+        state = ctx.call(body, [state], active)
+    return state if rows is None else merge(done, rows, state, frame.n)
+
+
+@implements(Opcode.CONDITIONAL, values=True)
+def conditional(ctx, selector, *operands):
+    if ctx.inst.has("branch_computations"):
+        branches = list(ctx.attr("branch_computations"))
+    else:
+        branches = [ctx.attr("true_computation"), ctx.attr("false_computation")]
+    if len(operands) != len(branches):
+        raise InterpreterError(f"conditional has {len(branches)} branches but "
+                               f"{len(operands)} branch operands")
+    index = _branch_index(selector, len(branches), ctx.inst.has("branch_computations"))
+    if isinstance(index, int):
+        return ctx.call(branches[index], [operands[index]])
+    parts = []
+    for branch in np.unique(index):
+        rows = np.flatnonzero(index == branch)
+        result = ctx.call(branches[branch], [restrict(operands[branch], rows)],
+                          ctx.frame.subset(rows))
+        parts.append((rows, result))
+    return merge_branches(parts, ctx.frame.n)
+
+
+def _branch_index(selector, count: int, indexed: bool) -> int | np.ndarray:
+    """Branch per row: pred true -> 0 (true_computation); an index out of range -> last."""
+    if isinstance(selector, Replicated):
+        raw = selector.array.reshape(())
+    elif isinstance(selector, PerDevice):
+        raw = selector.array.reshape(-1)
+    else:
+        raise InterpreterError("the conditional's selector is not an array")
+    if not indexed:
+        index = np.where(raw.astype(bool), 0, 1)
+    else:
+        signed = raw.astype(np.int64) if raw.dtype.kind != "u" else \
+            np.ascontiguousarray(raw).view(f"i{raw.dtype.itemsize}").astype(np.int64)
+        index = np.where((signed < 0) | (signed >= count), count - 1, signed)
+    if index.ndim == 0:
+        return int(index)
+    if (index == index[0]).all():
+        return int(index[0])
+    return index
+
+
+def zeros_value(shape):
+    """A zero value of ``shape`` (the contents of async context buffers)."""
+    if isinstance(shape, TupleShape):
+        return TupleValue([zeros_value(s) for s in shape.elements])
+    if shape.is_token or not shape.is_array:
+        return TOKEN
+    return Replicated(np.zeros(shape.dims, shape.element_type.numpy_dtype))
+
+
+@implements(Opcode.ASYNC_START, values=True)
+def async_start(ctx, *operands):
+    called = ctx.attr("calls") or (ctx.attr("called_computations") or (None,))[0]
+    if called is None:
+        raise InterpreterError("async-start without a called computation")
+    result = ctx.call(called, operands)
+    shape = ctx.inst.shape
+    if not isinstance(shape, TupleShape) or len(shape.elements) < 2:
+        return result
+    rest = [zeros_value(s) for s in shape.elements[2:]]
+    return TupleValue([TupleValue(list(operands)), result, *rest])
+
+
+@implements(Opcode.ASYNC_UPDATE, values=True)
+def async_update(ctx, operand):
+    return operand
+
+
+@implements(Opcode.ASYNC_DONE, values=True)
+def async_done(ctx, operand):
+    return operand.elements[1] if isinstance(operand, TupleValue) else operand
+
+
+@implements(Opcode.COPY_START, values=True)
+def copy_start(ctx, operand):
+    shape = ctx.inst.shape
+    rest = [zeros_value(s) for s in shape.elements[2:]] if isinstance(shape, TupleShape) else []
+    return TupleValue([operand, operand, *rest])
+
+
+@implements(Opcode.COPY_DONE, values=True)
+def copy_done(ctx, operand):
+    return operand.elements[0] if isinstance(operand, TupleValue) else operand

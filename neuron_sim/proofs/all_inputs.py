@@ -1,0 +1,157 @@
+"""Proof for all inputs: the source and target run on symbols on every device of a topology.
+
+``prove(source, target, topology)`` runs both modules with ``neuron_sim.proofs.symbolic`` on one term
+table: each input element is a variable per (parameter, device, element), one per (parameter,
+element) for a leaf declared replicated (``neuron_sim.hlo.replication``, as the sampled
+inputs read it).
+Equal handles on every output element of every device prove the target equal to the source for
+all inputs on that topology — modulo the reassociation of reductions (a reduction by add,
+multiply, min, max, and, or, xor is compared as the multiset of what it reduces; XLA leaves
+the order to the implementation). The outcome is ``"equal"``, ``"differ"`` (the first differing
+device, leaf, index and both terms) or ``"unsupported"`` (why symbolic execution stopped).
+
+``decide_differences`` hands the distinct differing term pairs to z3 (``neuron_sim.proofs.smt``)
+under a contract's predicate; ``neuron_sim.verify.proving`` turns all of it into a verdict.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from neuron_sim.interpreter.errors import InterpreterError
+from neuron_sim.interpreter.evaluator import time_limit
+from neuron_sim.interpreter.memory import estimate_memory
+from neuron_sim.proofs.symbolic import SymbolicUnsupported, TermTable, run_symbolic
+from neuron_sim.hlo.ir import HloModule
+from neuron_sim.hlo.replication import declared_replication, spmd_topology
+from neuron_sim.passes.contracts import Contract
+from neuron_sim.topology import Topology
+from neuron_sim.proofs.smt import Decision, decide, rule_of
+
+__all__ = ["PROOF_MODES", "Proof", "decide_differences", "prove", "separating_inputs",
+           "symbolic_memory"]
+
+PROOF_MODES = ("auto", "symbolic", "sampled")
+# Bytes per element of a symbolic run: its int64 handle in place of the element, and for a fresh
+# term its table row (3 x 8), its share of the hash slots (at most half full: 2 x 8) and the
+# lookup's temporaries (hash, positions, pending: about 6 x 8).
+SYMBOLIC_BYTES_PER_ELEMENT = 96
+TERM_TEXT = 160
+
+
+@dataclass
+class Proof:
+    """The outcome of one symbolic comparison on one topology."""
+
+    outcome: str                 # "equal" | "differ" | "unsupported"
+    reason: str = ""             # why unsupported; the difference, when differ
+    device: int | None = None
+    leaf: int | None = None
+    index: tuple[int, ...] = ()
+    source_term: str = ""
+    target_term: str = ""
+    terms: int = 0               # term-table size
+    seconds: float = 0.0
+    pairs: list[tuple[int, int]] = field(default_factory=list)  # distinct differing handles
+    table: TermTable | None = field(default=None, repr=False)
+
+
+def replication_flags(module: HloModule, topology: Topology) -> list[tuple[bool, ...]]:
+    """Per entry parameter, per leaf: is it declared replicated on ``topology``?"""
+    spmd = spmd_topology(topology.replica_count, topology.num_partitions)
+    return [declared_replication(p, spmd=spmd) for p in module.entry.parameters]
+
+
+def prove(source: HloModule, target: HloModule, topology: Topology, *,
+          timeout: float | None = None) -> Proof:
+    """Compare ``source`` and ``target`` symbolically on every device of ``topology``."""
+    start = time.perf_counter()
+    table = TermTable()
+    flags = replication_flags(source, topology)
+    try:
+        with time_limit(timeout):
+            left = run_symbolic(source, topology, table, flags)
+            right = run_symbolic(target, topology, table, flags)
+    except SymbolicUnsupported as exc:
+        return Proof("unsupported", str(exc), terms=table.size,
+                     seconds=time.perf_counter() - start)
+    except InterpreterError as exc:
+        return Proof("unsupported", f"the symbolic run failed: {exc}", terms=table.size,
+                     seconds=time.perf_counter() - start)
+    if len(left) != len(right) or any(a.shape != b.shape for a, b in zip(left, right)):
+        return Proof("unsupported", "the source and target results differ in shape",
+                     terms=table.size, seconds=time.perf_counter() - start)
+    pairs: list[np.ndarray] = []
+    first = None
+    for leaf, (a, b) in enumerate(zip(left, right)):
+        differs = a != b
+        if differs.any():
+            if first is None:
+                first = (leaf, tuple(int(i) for i in np.argwhere(differs)[0]))
+            pairs.append(np.stack([a[differs], b[differs]], axis=1))
+    if first is None:
+        return Proof("equal", terms=table.size, seconds=time.perf_counter() - start)
+    leaf, where = first
+    device, index = where[0], where[1:]
+    s_term = table.render(left[leaf][where], TERM_TEXT)
+    t_term = table.render(right[leaf][where], TERM_TEXT)
+    return Proof("differ", f"device {device}, output {leaf} index {list(index)}: "
+                           f"source {s_term}, target {t_term}",
+                 device=device, leaf=leaf, index=index, source_term=s_term,
+                 target_term=t_term, terms=table.size, seconds=time.perf_counter() - start,
+                 pairs=[(int(x), int(y)) for x, y in np.unique(np.concatenate(pairs), axis=0)],
+                 table=table)
+
+
+def separating_inputs(module: HloModule, topology: Topology, seed: int) -> list[Any]:
+    """Distinct random values for every input variable (floats from a normal distribution,
+    integers from a wide range), shaped per device unless the leaf is declared replicated: two
+    different terms over the variables almost surely take different values on them."""
+    rng = np.random.default_rng(seed)
+    values = []
+    for param, flags in zip(module.entry.parameters, replication_flags(module, topology)):
+        leaves = param.shape.leaves() if param.shape.is_tuple else [param.shape]
+        made = []
+        for position, shape in enumerate(leaves):
+            dims = tuple(shape.dims) if shape.is_array else (0,)
+            replicated = flags[position] if position < len(flags) else False
+            full = dims if replicated else (topology.num_devices, *dims)
+            dtype = shape.element_type.numpy_dtype if shape.is_array else np.dtype(bool)
+            made.append(_random(rng, full, np.dtype(dtype)))
+        values.append(tuple(made) if param.shape.is_tuple else made[0])
+    return values
+
+
+def _random(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    if dtype == np.bool_:
+        return rng.integers(0, 2, shape).astype(bool)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        low, high = max(int(info.min), -(1 << 20)), min(int(info.max), 1 << 20)
+        return rng.integers(low, high, shape, endpoint=True).astype(dtype)
+    if dtype.kind == "c":
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def symbolic_memory(module: HloModule, topology: Topology) -> int:
+    """An upper bound of the bytes a symbolic run of ``module`` on ``topology`` holds: the
+    interpreter's numeric peak (``neuron_sim.interpreter.memory``) counted in elements of the module's
+    narrowest array type, at ``SYMBOLIC_BYTES_PER_ELEMENT`` each."""
+    peak = estimate_memory(module, topology).peak_bytes
+    sizes = [leaf.element_type.numpy_dtype.itemsize for comp in module.computations
+             for inst in comp.instructions for leaf in inst.shape.leaves()
+             if leaf.is_array and leaf.element_type.is_array_type]
+    return peak // max(1, min(sizes, default=1)) * SYMBOLIC_BYTES_PER_ELEMENT
+
+
+def decide_differences(proof: Proof, contract: Contract) -> Decision:
+    """z3 on the differing term pairs under ``contract`` (``neuron_sim.proofs.smt``)."""
+    rule = rule_of(contract)
+    if rule is None or proof.table is None:
+        return Decision("unknown", f"z3 has no predicate for the {contract.describe()} contract")
+    return decide(proof.table, proof.pairs, rule)

@@ -1,0 +1,55 @@
+"""Constant tables as z3 terms: ``values[index]`` for a symbolic index.
+
+A table is a balanced multiplexer tree over the bits of the index, least significant bit at the
+leaves. z3 hash-conses terms and ``If(c, t, t)`` is built as ``t``, so tables with structure
+share their subtrees: the position table of 4096 devices in 512 contiguous groups of 8 is a
+three-level tree, not 4096 comparisons. This is how both the position of every device in its
+group and the constant offset tables (``dynamic-slice`` of a constant) are encoded.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from neuron_sim.proofs.index.lazy import LazyModule
+
+z3 = LazyModule("z3")
+
+
+def lookup(index: z3.BitVecRef, values: Sequence[int], width: int) -> z3.BitVecRef:
+    """``values[index]`` as a ``width``-bit term, for ``0 <= index < len(values)``.
+
+    Indices past the end read the last value (callers constrain or clamp the index, so this
+    choice only keeps the tree small). ``index`` may be wider than needed; its high bits are
+    ignored, so the caller must make sure they are zero.
+    """
+    if not values:
+        raise ValueError("a table needs at least one value")
+    bits = (len(values) - 1).bit_length()
+    if bits > index.size():
+        raise ValueError(f"a {len(values)}-entry table needs a {bits}-bit index, "
+                         f"not a {index.size()}-bit one")
+    mask = (1 << width) - 1
+    cache: dict[int, z3.BitVecRef] = {}
+
+    def leaf(value: int) -> z3.BitVecRef:
+        value = int(value) & mask
+        if value not in cache:
+            cache[value] = z3.BitVecVal(value, width)
+        return cache[value]
+
+    level = [leaf(v) for v in values]
+    level += [level[-1]] * ((1 << bits) - len(level))
+    for bit in range(bits):
+        selector = z3.Extract(bit, bit, index) == 1
+        merged: dict[tuple[int, int], z3.BitVecRef] = {}
+        next_level = []
+        for low, high in zip(level[0::2], level[1::2]):
+            key = (low.get_id(), high.get_id())
+            node = merged.get(key)
+            if node is None:
+                node = low if low.eq(high) else z3.If(selector, high, low)
+                merged[key] = node
+            next_level.append(node)
+        level = next_level
+    return level[0]

@@ -1,0 +1,523 @@
+"""The interpreter run on symbols: every input element a variable, every result element a term.
+
+``SymbolicEvaluator`` is the ordinary ``neuron_sim.interpreter.evaluator.Evaluator`` with one change: an
+instruction with an input-dependent (``Symbolic``) operand is executed on term handles instead
+of numbers. Everything computed only from constants, iota, replica-id and partition-id stays a
+concrete per-device number (the ordinary op runs), so device-dependent offsets index exactly.
+
+- data movement (reshape, transpose, broadcast, slice, concatenate, pad, copy, reverse, a bitcast
+  that keeps the element type, gather / dynamic-slice / dynamic-update-slice / scatter with
+  concrete indices) runs the interpreter's own op implementation on the int64 handle arrays:
+  it moves handles and creates no term;
+- an elementwise op builds application terms (``TermTable.intern``), select and clamp included
+  (a predicate on data is a term like any other: it decides no indexing);
+- reduce, dot, all-reduce and reduce-scatter by add / multiply / min / max / and / or / xor build
+  multiset terms; the collectives run through the same transport and ``neuron_sim.interpreter.collectives``
+  code as numbers do, with a reducer (``SymbolicReduction``) that folds a group's positions into
+  one multiset (the ``fold_positions`` seam of ``collectives``);
+- an input-dependent value that would decide indexing or control flow (a start index, gather
+  indices, a while condition, a conditional's selector, sort keys) raises
+  ``SymbolicUnsupported`` naming the instruction.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from neuron_sim.hlo import ElementType, HloComputation, HloInstruction, HloModule, Opcode
+from neuron_sim.hlo.shapes import ArrayShape, Shape, TupleShape
+from neuron_sim.topology import Topology
+
+from neuron_sim.interpreter.backends.local import LocalTransport
+from neuron_sim.interpreter.errors import InterpreterError
+from neuron_sim.interpreter.evaluator import Deadline, Evaluator, Frame, OpContext
+from neuron_sim.interpreter.ops.control import zeros_value
+from neuron_sim.interpreter.ops.reduce import binary_reducer
+from neuron_sim.interpreter.ops.shape import from_physical, to_physical
+from neuron_sim.proofs.symbolic.terms import NONE, TermTable
+from neuron_sim.interpreter.transport import (CollectiveCall, collective_kind, flattened_pairs,
+                                   participant_groups_of)
+from neuron_sim.interpreter.values import TOKEN, PerDevice, Replicated, TupleValue, Value
+
+__all__ = ["Symbolic", "SymbolicEvaluator", "SymbolicReduction", "SymbolicUnsupported"]
+
+
+class SymbolicUnsupported(InterpreterError):
+    """Symbolic execution cannot continue: an input-dependent value decides indexing or control
+    flow there, or the op has no symbolic model. ``reason`` says which."""
+
+
+class Symbolic:
+    """An input-dependent array value: int64 term handles, ``[n, *shape]`` per row or ``shape``
+    when the same on every row."""
+
+    __slots__ = ("handles", "replicated")
+
+    def __init__(self, handles: np.ndarray, replicated: bool) -> None:
+        self.handles = handles
+        self.replicated = replicated
+
+    @property
+    def batched(self) -> np.ndarray:
+        return self.handles[None] if self.replicated else self.handles
+
+    def __repr__(self) -> str:
+        return f"Symbolic({list(self.handles.shape)}, replicated={self.replicated})"
+
+
+def has_symbolic(value: Value) -> bool:
+    """True if ``value`` (any leaf of a tuple) is input-dependent."""
+    if isinstance(value, TupleValue):
+        return any(has_symbolic(e) for e in value.elements)
+    return isinstance(value, Symbolic)
+
+
+# Ops whose every operand is data that moves (handles in, handles out).
+_MOVE_ALL = {Opcode.BROADCAST, Opcode.RESHAPE, Opcode.TRANSPOSE, Opcode.SLICE,
+             Opcode.CONCATENATE, Opcode.REVERSE, Opcode.PAD, Opcode.COPY, Opcode.DOMAIN}
+# Ops whose leading operands move and whose other operands are indices (must be concrete).
+_MOVE_SOME = {Opcode.DYNAMIC_SLICE: 1, Opcode.DYNAMIC_UPDATE_SLICE: 2, Opcode.GATHER: 1}
+# Value-level ops that pass values through without reading them.
+_PASS_THROUGH = {Opcode.TUPLE, Opcode.GET_TUPLE_ELEMENT, Opcode.OPTIMIZATION_BARRIER,
+                 Opcode.ADD_DEPENDENCY, Opcode.CALL, Opcode.FUSION, Opcode.ALL_REDUCE_DONE,
+                 Opcode.ALL_GATHER_DONE, Opcode.COLLECTIVE_PERMUTE_DONE, Opcode.ASYNC_START,
+                 Opcode.ASYNC_UPDATE, Opcode.ASYNC_DONE, Opcode.COPY_START, Opcode.COPY_DONE}
+_COMMUTATIVE = {Opcode.ADD, Opcode.MULTIPLY, Opcode.MINIMUM, Opcode.MAXIMUM, Opcode.AND,
+                Opcode.OR, Opcode.XOR}
+_REASSOCIABLE = _COMMUTATIVE
+_IGNORED_ATTRS = {"metadata", "sharding", "frontend_attributes", "backend_config",
+                  "statistics", "statistics_viz", "origin", "control-predecessors"}
+_UNSUPPORTED_REASONS = {
+    Opcode.SORT: "the sort order depends on the inputs",
+    Opcode.TOPK: "the top-k order depends on the inputs",
+    Opcode.WHILE: "the while condition depends on the inputs",
+    Opcode.CONDITIONAL: "the conditional's branch depends on the inputs",
+}
+
+
+class SymbolicReduction:
+    """A reassociable reduction on term handles: ``fold_positions`` folds all positions of a
+    group into one multiset term (``neuron_sim.interpreter.collectives`` calls it instead of a left fold);
+    called as ``combine(acc, x)`` it folds two."""
+
+    def __init__(self, table: TermTable, opcode: Opcode, element_type: ElementType,
+                 tag: str = "") -> None:
+        self.table = table
+        dtype = str(element_type)
+        repeat = None
+        if opcode is Opcode.ADD and not tag and element_type is not ElementType.PRED:
+            multiply = table.operator(("apply", "multiply", dtype, (dtype, dtype), ()),
+                                      commutative=True)
+            repeat = (multiply, element_type.numpy_dtype, element_type.is_integral)
+        self.op = table.multiset_operator((opcode.spelling, dtype, tag) if tag
+                                          else (opcode.spelling, dtype), repeat=repeat)
+
+    def fold_positions(self, items: Sequence[np.ndarray]) -> np.ndarray:
+        return self.table.multiset(self.op, np.stack(np.broadcast_arrays(*items), axis=-1))
+
+    def __call__(self, acc: np.ndarray, item: np.ndarray) -> np.ndarray:
+        return self.fold_positions([acc, item])
+
+
+class SymbolicEvaluator(Evaluator):
+    """Executes a module on every device with term handles for input-dependent values."""
+
+    def __init__(self, module: HloModule, topology: Topology, table: TermTable | None = None,
+                 deadline: Deadline | None = None) -> None:
+        super().__init__(module, topology, LocalTransport(topology.num_devices),
+                         deadline=deadline)
+        self.table = table if table is not None else TermTable()
+        self._symbolic_calls = 0  # > 0 while an op applies a computation to handles
+        self._symbolic_elementwise: dict[HloComputation, Callable[..., object]] = {}
+
+    # -- inputs and outputs -----------------------------------------------------------------
+    def arguments(self, tag: str, replicated: Sequence[Sequence[bool]]) -> list[Value]:
+        """A fresh variable per (parameter leaf, device, element) of the entry computation; one
+        per (leaf, element) where ``replicated[param][leaf]`` holds. ``tag`` names them."""
+        devices = np.arange(self.topology.num_devices, dtype=np.int64)
+        values = []
+        for param, flags in zip(self.module.entry.parameters, replicated):
+            counter = iter(range(1 << 30))
+            flag_iter = iter(flags)
+
+            def build(shape: Shape, path: tuple[int, ...]) -> Value:
+                if isinstance(shape, TupleShape):
+                    return TupleValue([build(s, (*path, i)) for i, s in enumerate(shape.elements)])
+                if shape.is_token:
+                    next(counter)
+                    return TOKEN
+                leaf = next(counter)
+                rep = next(flag_iter, False)
+                name = f"{tag}{param.parameter_number}" + "".join(f".{i}" for i in path)
+                handles = self.table.variables((name, str(shape.element_type), leaf),
+                                               None if rep else devices, tuple(shape.dims))
+                return Symbolic(handles, bool(rep))
+
+            values.append(build(param.shape, ()))
+        return values
+
+    def handles_of(self, value: Value, dtype: np.dtype) -> np.ndarray:
+        """A leaf as batched handles (a concrete value becomes constant terms)."""
+        if isinstance(value, Symbolic):
+            return value.batched
+        if isinstance(value, Replicated):
+            return self.table.constants(value.array)[None]
+        if isinstance(value, PerDevice):
+            return self.table.constants(value.array)
+        raise SymbolicUnsupported(f"operand {value!r} is not an array")
+
+    # -- dispatch ----------------------------------------------------------------------------
+    def _execute(self, inst: HloInstruction, implementation, args: list[Value], frame: Frame
+                 ) -> Value:
+        if not any(has_symbolic(a) for a in args):
+            return super()._execute(inst, implementation, args, frame)
+        opcode = inst.opcode
+        self.instructions_executed += 1
+        ctx = OpContext(self, inst, frame)
+        if opcode in _PASS_THROUGH and implementation is not None:
+            return implementation.fn(ctx, *args)
+        if opcode is Opcode.WHILE:
+            return self._while(ctx, args[0])
+        if opcode is Opcode.CONDITIONAL:
+            return self._conditional(ctx, args)
+        if opcode in _MOVE_ALL:
+            return self._move(ctx, implementation, args, len(args))
+        if opcode in _MOVE_SOME:
+            return self._move(ctx, implementation, args, _MOVE_SOME[opcode])
+        if opcode is Opcode.SELECT and not has_symbolic(args[0]):
+            return self._select(ctx, implementation, args)
+        if opcode is Opcode.BITCAST:
+            return self._bitcast(ctx, args[0])
+        if opcode is Opcode.SCATTER:
+            count = (len(args) - 1) // 2
+            self._require_concrete(args[count], "the scatter indices depend on the inputs")
+            return self._apply_with_combiner(ctx, implementation, args)
+        if opcode is Opcode.MAP:
+            return self._apply_with_combiner(ctx, implementation, args)
+        if opcode is Opcode.REDUCE:
+            return self._reduce(ctx, args)
+        if opcode is Opcode.DOT:
+            return self._dot(ctx, args)
+        if collective_kind_or_none(inst) is not None:
+            return self._collective(ctx, args)
+        if opcode is Opcode.BITCAST_CONVERT and inst.shape.rank != inst.operand(0).shape.rank:
+            return self._bitcast_convert(ctx, args[0])
+        if opcode.is_elementwise and isinstance(inst.shape, ArrayShape):
+            return self._apply(ctx, args)
+        reason = _UNSUPPORTED_REASONS.get(
+            opcode, f"{opcode.spelling} of an input-dependent value has no symbolic model")
+        raise SymbolicUnsupported(reason, inst)
+
+    @staticmethod
+    def _require_concrete(value: Value, reason: str) -> None:
+        if has_symbolic(value):
+            raise SymbolicUnsupported(reason)
+
+    def _dtype(self, inst: HloInstruction) -> str:
+        return str(inst.shape.element_type)
+
+    def _result(self, ctx: OpContext, batched: np.ndarray, replicated: bool) -> Symbolic:
+        batched = np.asarray(batched)
+        expected = tuple(ctx.inst.shape.dims)
+        if batched.shape[1:] != expected:
+            raise InterpreterError(f"internal error: symbolic op produced shape "
+                                   f"{list(batched.shape[1:])}, the instruction's is {expected}")
+        if replicated:
+            return Symbolic(batched[0], True)
+        if batched.shape[0] != ctx.n:
+            batched = np.broadcast_to(batched, (ctx.n, *batched.shape[1:]))
+        return Symbolic(batched, False)
+
+    @staticmethod
+    def _replicated(args: Sequence[Value]) -> bool:
+        return all(a.replicated if isinstance(a, Symbolic) else not isinstance(a, PerDevice)
+                   for a in args)
+
+    # -- data movement ---------------------------------------------------------------------
+    def _move(self, ctx: OpContext, implementation, args: list[Value], data: int) -> Symbolic:
+        arrays = []
+        for position, value in enumerate(args):
+            if position < data:
+                arrays.append(self.handles_of(value, np.int64))
+            else:
+                self._require_concrete(value, f"operand {position} of "
+                                              f"{ctx.inst.opcode.spelling} (an index) depends "
+                                              f"on the inputs")
+                arrays.append(value.array[None] if isinstance(value, Replicated)
+                              else value.array)
+        return self._result(ctx, implementation.fn(ctx, *arrays), self._replicated(args))
+
+    def _select(self, ctx: OpContext, implementation, args: list[Value]) -> Symbolic:
+        """A select on a concrete predicate moves handles."""
+        pred = args[0].array[None] if isinstance(args[0], Replicated) else args[0].array
+        arrays = [self.handles_of(v, np.int64) for v in args[1:]]
+        return self._result(ctx, implementation.fn(ctx, pred, *arrays), self._replicated(args))
+
+    def _bitcast(self, ctx: OpContext, value: Value) -> Symbolic:
+        operand_shape, result_shape = ctx.inst.operand(0).shape, ctx.inst.shape
+        if operand_shape.element_type != result_shape.element_type:
+            return self._apply(ctx, [value])
+        moved = from_physical(to_physical(self.handles_of(value, np.int64), operand_shape),
+                              result_shape)
+        return self._result(ctx, moved, self._replicated([value]))
+
+    # -- arithmetic ----------------------------------------------------------------------------
+    def _operator(self, inst: HloInstruction) -> int:
+        cache = self.cache.setdefault("symbolic-operators", {})
+        op = cache.get(inst)
+        if op is None:
+            attrs = tuple(sorted((k, repr(v)) for k, v in inst.attrs.items()
+                                 if k not in _IGNORED_ATTRS))
+            signature = ("apply", inst.opcode.spelling, self._dtype(inst),
+                         tuple(str(o.shape.element_type) for o in inst.operands), attrs)
+            op = cache[inst] = self.table.operator(
+                signature, commutative=inst.opcode in _COMMUTATIVE and len(inst.operands) == 2)
+        return op
+
+    def _apply(self, ctx: OpContext, args: list[Value]) -> Symbolic:
+        arrays = ctx.unify(*np.broadcast_arrays(*(self.handles_of(a, np.int64) for a in args)))
+        op = self._operator(ctx.inst)
+        table = self.table
+        if len(arrays) == 1:
+            out = table.intern(op, arrays[0], np.full((), NONE, np.int64))
+        elif len(arrays) == 2:
+            out = table.intern(op, arrays[0], arrays[1])
+        else:
+            rest = arrays[-1]
+            pair = table.operator(("pair",))
+            for array in reversed(arrays[1:-1]):
+                rest = table.intern(pair, array, rest)
+            out = table.intern(op, arrays[0], rest)
+        return self._result(ctx, out, self._replicated(args))
+
+    def _bitcast_convert(self, ctx: OpContext, value: Value) -> Symbolic:
+        """A bitcast-convert to a narrower type: output element j of a value is the term
+        ``(op, value, j)``, the j-th part of its bits (a wider type would merge parts)."""
+        inst = ctx.inst
+        if inst.shape.rank != inst.operand(0).shape.rank + 1:
+            raise SymbolicUnsupported("a bitcast-convert to a wider type of an input-dependent "
+                                      "value has no symbolic model")
+        x = self.handles_of(value, np.int64)
+        parts = inst.shape.dims[-1]
+        out = self.table.intern(self._operator(inst), x[..., None],
+                                np.arange(parts, dtype=np.int64))
+        return self._result(ctx, out, self._replicated([value]))
+
+    def _reduction_of(self, computation: HloComputation, element_type: ElementType,
+                      tag: str = "") -> SymbolicReduction | None:
+        opcode = binary_reducer(computation)
+        if opcode not in _REASSOCIABLE:
+            return None
+        return SymbolicReduction(self.table, opcode, element_type, tag)
+
+    def _reduce(self, ctx: OpContext, args: list[Value]) -> Symbolic:
+        inst = ctx.inst
+        if len(args) != 2:
+            raise SymbolicUnsupported("a variadic reduce (argmax-like) of input-dependent "
+                                      "values has no symbolic model")
+        reduction = self._reduction_of(inst.get("to_apply"), inst.shape.element_type)
+        if reduction is None:
+            raise SymbolicUnsupported("a reduce by a computation that is not add, multiply, "
+                                      "min, max, and, or or xor of its parameters")
+        x = self.handles_of(args[0], np.int64)
+        init = self.handles_of(args[1], np.int64)
+        dims = sorted(inst.dimensions)
+        rank = x.ndim - 1
+        kept = [d for d in range(rank) if d not in dims]
+        kept_sizes = [x.shape[1 + d] for d in kept]
+        reduced = int(np.prod([x.shape[1 + d] for d in dims], dtype=np.int64))
+        rows = max(x.shape[0], init.shape[0])
+        moved = np.broadcast_to(x, (rows, *x.shape[1:])).transpose(
+            0, *(1 + d for d in kept), *(1 + d for d in dims)).reshape(rows, *kept_sizes, reduced)
+        inits = np.broadcast_to(init.reshape(init.shape[0], *([1] * len(kept)), 1),
+                                (rows, *kept_sizes, 1))
+        out = self.table.multiset(reduction.op, np.concatenate([inits, moved], axis=-1))
+        return self._result(ctx, out, self._replicated(args))
+
+    def _dot(self, ctx: OpContext, args: list[Value]) -> Symbolic:
+        inst = ctx.inst
+        if len(args) != 2:
+            raise SymbolicUnsupported("a sparse dot has no symbolic model")
+        lhs, rhs = (self.handles_of(a, np.int64) for a in args)
+        attrs = inst.attrs
+        lb, rb = list(attrs.get("lhs_batch_dims", ())), list(attrs.get("rhs_batch_dims", ()))
+        lc = list(attrs.get("lhs_contracting_dims", ()))
+        rc = list(attrs.get("rhs_contracting_dims", ()))
+        lf = [d for d in range(lhs.ndim - 1) if d not in lb and d not in lc]
+        rf = [d for d in range(rhs.ndim - 1) if d not in rb and d not in rc]
+        rows = max(lhs.shape[0], rhs.shape[0])
+
+        def arrange(x, batch, free, contract, free_first: bool):
+            order = [*batch, *free, *contract]
+            x = np.broadcast_to(x, (rows, *x.shape[1:])).transpose(0, *(1 + d for d in order))
+            b = [x.shape[1 + i] for i in range(len(batch))]
+            f = int(np.prod(x.shape[1 + len(batch):1 + len(batch) + len(free)], dtype=np.int64))
+            k = int(np.prod(x.shape[1 + len(batch) + len(free):], dtype=np.int64))
+            return x.reshape(rows, *b, f, k), [x.shape[1 + len(batch) + i]
+                                                for i in range(len(free))]
+
+        left, left_free = arrange(lhs, lb, lf, lc, True)
+        right, right_free = arrange(rhs, rb, rf, rc, False)
+        products = self.table.intern(
+            self._operator(inst), left[..., :, None, :], right[..., None, :, :])
+        dtype = self._dtype(inst)
+        op = self.table.multiset_operator(("add", dtype, "dot"))
+        summed = self.table.multiset(op, products) if products.shape[-1] > 1 \
+            else products[..., 0]
+        batch_sizes = list(left.shape[1:-2])
+        out = summed.reshape(rows, *batch_sizes, *left_free, *right_free)
+        return self._result(ctx, out, self._replicated(args))
+
+    # -- computations applied to handles ---------------------------------------------------------
+    def elementwise(self, computation: HloComputation) -> Callable[..., object]:
+        if not self._symbolic_calls:
+            return super().elementwise(computation)
+        fn = self._symbolic_elementwise.get(computation)
+        if fn is None:
+            fn = self._symbolic_elementwise[computation] = self._make_symbolic(computation)
+        return fn
+
+    def _make_symbolic(self, computation: HloComputation) -> Callable[..., object]:
+        root = computation.root
+        reduction = self._reduction_of(computation, root.shape.element_type) \
+            if isinstance(root.shape, ArrayShape) else None
+        if reduction is not None:
+            return reduction
+
+        def apply(*arrays: np.ndarray) -> object:
+            arrays = [np.asarray(a) for a in arrays]
+            shape = np.broadcast_shapes(*(a.shape for a in arrays))
+            size = int(np.prod(shape, dtype=np.int64))
+            flat = [Symbolic(np.broadcast_to(a, shape).reshape(size), False) for a in arrays]
+            result = self.evaluate(computation, flat, Frame(None, size))
+            return self._unbatch(result, shape, size)
+
+        return apply
+
+    def _unbatch(self, value: Value, shape: tuple[int, ...], size: int) -> object:
+        if isinstance(value, TupleValue):
+            return tuple(self._unbatch(e, shape, size) for e in value.elements)
+        handles = self.handles_of(value, np.int64)
+        return np.broadcast_to(handles, (size, *handles.shape[1:])).reshape(shape)
+
+    def _apply_with_combiner(self, ctx: OpContext, implementation, args: list[Value]
+                             ) -> Value:
+        count = (len(args) - 1) // 2 if ctx.inst.opcode is Opcode.SCATTER else len(args)
+        arrays = []
+        for position, value in enumerate(args):
+            if ctx.inst.opcode is Opcode.SCATTER and position == count:
+                arrays.append(value.array[None] if isinstance(value, Replicated)
+                              else value.array)
+            else:
+                arrays.append(self.handles_of(value, np.int64))
+        self._symbolic_calls += 1
+        try:
+            result = implementation.fn(ctx, *arrays)
+        finally:
+            self._symbolic_calls -= 1
+        replicated = self._replicated(args)
+        if isinstance(ctx.inst.shape, TupleShape):
+            return TupleValue([self._leaf_result(s, r, replicated, ctx.n)
+                               for s, r in zip(ctx.inst.shape.elements, result)])
+        return self._result(ctx, result, replicated)
+
+    @staticmethod
+    def _leaf_result(shape: Shape, result: np.ndarray, replicated: bool, n: int) -> Symbolic:
+        result = np.asarray(result)
+        if replicated:
+            return Symbolic(result[0], True)
+        return Symbolic(np.broadcast_to(result, (n, *shape.dims)), False)
+
+    # -- control flow ---------------------------------------------------------------------------
+    def _decision(self, value: Value, reason: str) -> np.ndarray:
+        """A concrete selector or condition, the same on every row (else unsupported)."""
+        if has_symbolic(value):
+            raise SymbolicUnsupported(reason)
+        raw = value.array.reshape(-1) if isinstance(value, PerDevice) else \
+            value.array.reshape(1)
+        if raw.size and not (raw == raw[0]).all():
+            raise SymbolicUnsupported(reason.replace("depends on the inputs",
+                                                     "differs between devices"))
+        return raw[0]
+
+    def _while(self, ctx: OpContext, state: Value) -> Value:
+        condition, body = ctx.attr("condition"), ctx.attr("body")
+        while bool(self._decision(self.evaluate(condition, [state], ctx.frame),
+                                  "the while condition depends on the inputs")):
+            state = self.evaluate(body, [state], ctx.frame)
+        return state
+
+    def _conditional(self, ctx: OpContext, args: list[Value]) -> Value:
+        inst = ctx.inst
+        indexed = inst.has("branch_computations")
+        branches = list(inst.get("branch_computations")) if indexed else \
+            [inst.get("true_computation"), inst.get("false_computation")]
+        raw = self._decision(args[0], "the conditional's branch depends on the inputs")
+        if not indexed:
+            index = 0 if bool(raw) else 1
+        else:
+            signed = int(np.asarray(raw).astype(np.int64))
+            index = signed if 0 <= signed < len(branches) else len(branches) - 1
+        return self.evaluate(branches[index], [args[1 + index]], ctx.frame)
+
+    # -- collectives -----------------------------------------------------------------------------
+    def _collective(self, ctx: OpContext, args: list[Value]) -> Value:
+        inst, topology = ctx.inst, self.topology
+        if not ctx.frame.is_device_frame:
+            raise SymbolicUnsupported("a collective inside a computation applied elementwise")
+        kind = collective_kind(inst)
+        groups = participant_groups_of(inst, topology)
+        pairs = flattened_pairs(inst, topology) if kind is Opcode.COLLECTIVE_PERMUTE else ()
+        dims = inst.dimensions if kind in (Opcode.ALL_GATHER, Opcode.REDUCE_SCATTER,
+                                           Opcode.ALL_TO_ALL) and inst.has("dimensions") else ()
+        combine = None
+        wrapped = inst.opcode in (Opcode.ALL_GATHER_START, Opcode.COLLECTIVE_PERMUTE_START)
+        result_shape = inst.shape.elements[1] if wrapped else inst.shape
+        leaves = result_shape.elements if isinstance(result_shape, TupleShape) \
+            else (result_shape,)
+        if kind in (Opcode.ALL_REDUCE, Opcode.REDUCE_SCATTER):
+            computation = inst.get("to_apply")
+            combine = self._reduction_of(computation, leaves[0].element_type)
+            if combine is None:
+                self._symbolic_calls += 1
+                combine = self._make_symbolic(computation)
+        rows = [np.broadcast_to(self.handles_of(v, np.int64),
+                                (ctx.n, *self.handles_of(v, np.int64).shape[1:]))
+                for v in args if v is not TOKEN]
+        call = CollectiveCall(kind=kind, operands=rows,
+                              active=tuple(int(d) for d in ctx.frame.devices), groups=groups,
+                              dim=dims[0] if dims else None, pairs=pairs, combine=combine,
+                              label=inst.name, reduction=binary_reducer(inst.get("to_apply"))
+                              if combine is not None else None)
+        try:
+            outputs = self.transport.collective(call, None)
+        finally:
+            if combine is not None and not isinstance(combine, SymbolicReduction):
+                self._symbolic_calls -= 1
+        results = []
+        for leaf, out in zip(leaves, outputs):
+            out = np.asarray(out)
+            filled = out == 0
+            if filled.any():
+                zero = self.table.constants(np.zeros(1, leaf.element_type.numpy_dtype))[0]
+                out = np.where(filled, zero, out)
+            if out.shape[0] and (out == out[:1]).all():
+                results.append(Symbolic(np.array(out[0]), True))
+            else:
+                results.append(Symbolic(out, False))
+        value = TupleValue(results) if isinstance(result_shape, TupleShape) else results[0]
+        if not wrapped:
+            return value
+        operand_part = args[0] if len(args) == 1 else TupleValue(list(args))
+        return TupleValue([operand_part, value,
+                           *(zeros_value(s) for s in inst.shape.elements[2:])])
+
+
+def collective_kind_or_none(inst: HloInstruction) -> Opcode | None:
+    """The transport kind of a collective instruction (None for other instructions)."""
+    try:
+        return collective_kind(inst)
+    except ValueError:
+        return None

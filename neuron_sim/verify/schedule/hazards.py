@@ -1,0 +1,262 @@
+"""Passes whose soundness depends on context they do not check, and the rule that decides, per
+instruction the pass would rewrite, whether the rewrite is safe on a topology.
+
+A rule is data: ``HAZARDS`` maps a registry key to a ``Hazard`` (what context the pass relies on
+and a ``judge`` that lists the pass's sites on a module). A pass without an entry is taken to be
+context-free (its own contract holds everywhere, which the verifier checks separately).
+
+* DeletePermute (``aws_neuron_delete_permute``) deletes every all-reduce and collective-permute;
+  the seed says it is correct only where they are the identity. Each one is judged with XLA's
+  degenerate rules (SEMANTICS.md §2; ``neuron_sim.passes.neuron.delete_permute.identity_violation``). The
+  guarded variants are judged by the same rule, which cross-checks their guards.
+* The all-reduce + dynamic-slice folds read the offset computation and the groups under the
+  topology: each pair a fold would rewrite is judged by the z3 fold proof on the topology.
+* ReplaceRng without a pinned ``seed`` plants constants drawn from ``std::random_device``: two
+  compiles of one module differ. Every rng is a site, unsafe unless the seed is pinned.
+* DeviceAssignmentLegalization must run once: a collective whose groups are already physical
+  is legalized a second time. After it, a pass that reads groups as logical ids (the folds,
+  the guarded deletions, XLA's simplifiers) misreads them — unless the assignment is the
+  identity, where physical and logical ids coincide.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from neuron_sim.hlo.ir import HloInstruction, HloModule
+from neuron_sim.hlo.opcodes import Opcode
+from neuron_sim.hlo.replica_groups import ReplicaGroups, SourceTargetPairs
+from neuron_sim.physical_groups import (flattened_groups_of_physical, flattened_pairs_of_physical,
+                                       groups_are_physical)
+from neuron_sim.topology import Topology
+from neuron_sim.proofs.index.ar_ds_pairs import pair_of
+from neuron_sim.proofs.index.fold_proof import prove_pair
+from neuron_sim.passes.base import HloPass, OpExpanderPass
+from neuron_sim.passes.neuron.delete_permute import identity_violation
+from neuron_sim.passes.neuron.strip_trivial_collectives import trivial_collective_violation
+
+
+class Verdict(str, enum.Enum):
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass
+class Site:
+    """One instruction a pass would rewrite, and whether that is safe on the topology."""
+
+    pass_key: str
+    computation: str
+    instruction: str
+    verdict: Verdict
+    reason: str = ""
+    witness: str | None = None          # filled in by the dynamic confirmation
+    notes: list[str] = field(default_factory=list)
+    position: int = 0                   # index of the pass in the pipeline
+
+    @property
+    def unsafe(self) -> bool:
+        return self.verdict is Verdict.UNSAFE
+
+    def to_json(self) -> dict:
+        return {"pass": self.pass_key, "position": self.position,
+                "computation": self.computation, "instruction": self.instruction,
+                "reason": self.reason, "witness": self.witness, "notes": list(self.notes)}
+
+
+Judge = Callable[[HloPass, HloModule, Topology], list[Site]]
+
+
+@dataclass(frozen=True)
+class Hazard:
+    """What a pass relies on without checking it, and how to judge its sites."""
+
+    relies_on: str
+    judge: Judge
+    confirmable: bool = True            # the differential verifier can show a witness
+
+
+def _site(hlo_pass: HloPass, inst: HloInstruction, reason: str | None) -> Site:
+    computation = inst.parent.name if inst.parent is not None else "?"
+    return Site(hlo_pass.name, computation, inst.name,
+                Verdict.SAFE if reason is None else Verdict.UNSAFE, reason or "")
+
+
+def matched_instructions(hlo_pass: HloPass, module: HloModule) -> list[HloInstruction]:
+    """The instructions an OpExpander pass would expand on ``module`` (its bound context)."""
+    if not isinstance(hlo_pass, OpExpanderPass):
+        return []
+    return hlo_pass.candidates(module)
+
+
+def _degenerate(violation: Callable[[HloInstruction, Topology], str | None]) -> Judge:
+    """Judge every instruction the pass deletes by ``violation`` (None: the identity); a
+    legalized collective by its physical groups."""
+
+    def judge(hlo_pass: HloPass, module: HloModule, topology: Topology) -> list[Site]:
+        return [_site(hlo_pass, inst, physical_violation(inst, topology)
+                      if groups_are_physical(inst) else violation(inst, topology))
+                for inst in matched_instructions(hlo_pass, module)]
+
+    return judge
+
+
+def physical_violation(inst: HloInstruction, topology: Topology) -> str | None:
+    """Why a legalized collective (groups of physical device ids, the group mode already
+    applied) is not the identity on ``topology``; None if it is."""
+    try:
+        if inst.opcode is Opcode.COLLECTIVE_PERMUTE:
+            pairs = inst.get("source_target_pairs", SourceTargetPairs())
+            flat = flattened_pairs_of_physical(tuple(pairs.pairs), topology)
+            targets = {t for _, t in flat}
+            missing = [f for f in range(topology.num_devices) if f not in targets]
+            if missing:
+                return (f"physical source_target_pairs={pairs.to_text()}: device "
+                        f"{topology.physical_id(missing[0])} is no target -> receives zeros")
+            moved = next(((s, t) for s, t in flat if s != t), None)
+            return None if moved is None else (
+                f"physical source_target_pairs={pairs.to_text()} send device "
+                f"{topology.physical_id(moved[0])} to device {topology.physical_id(moved[1])}")
+        groups = inst.get("replica_groups", ReplicaGroups()).groups
+        flattened_groups_of_physical(groups, topology)
+        big = next((g for g in groups if len(g) > 1), None)
+        if big is not None:
+            return (f"physical group {{{','.join(map(str, big))}}} -> {len(big)} "
+                    "participants")
+        if sum(len(g) for g in groups) != topology.num_devices:
+            return "its physical groups do not cover every device"
+        return None
+    except ValueError as exc:
+        return f"its physical groups are not valid on {topology}: {exc}"
+
+
+def _fold(hlo_pass: HloPass, module: HloModule, topology: Topology) -> list[Site]:
+    sites = []
+    for inst in matched_instructions(hlo_pass, module):
+        pair = pair_of(inst)
+        if pair is None:
+            sites.append(_site(hlo_pass, inst, "the fold fires but no all-reduce + "
+                                               "dynamic-slice pair is recognised to prove"))
+            continue
+        try:
+            proof = prove_pair(pair, topology)
+        except ValueError as exc:
+            sites.append(_site(hlo_pass, inst, str(exc)))
+            continue
+        reason = None if proof.proven else f"fold {proof.status}: {proof.reason}" + (
+            f"; {proof.witness.describe()}" if proof.witness is not None else "")
+        sites.append(_site(hlo_pass, inst, reason))
+    return sites
+
+
+def _unpinned_rng(hlo_pass: HloPass, module: HloModule, topology: Topology) -> list[Site]:
+    seed = hlo_pass.option("seed") if any(o.name == "seed" for o in hlo_pass.options) else None
+    reason = None if seed is not None else (
+        "seed not pinned: the planted constants come from std::random_device, so two "
+        "compiles of this module differ (pin it with --pass-option seed=N)")
+    return [_site(hlo_pass, inst, reason) for comp in module.computations
+            for inst in comp.instructions if inst.opcode is Opcode.RNG]
+
+
+COLLECTIVES = frozenset({
+    Opcode.ALL_REDUCE, Opcode.ALL_GATHER, Opcode.REDUCE_SCATTER, Opcode.ALL_TO_ALL,
+    Opcode.COLLECTIVE_PERMUTE})
+
+
+def _physical_collectives(module: HloModule) -> list[HloInstruction]:
+    return [inst for comp in module.computations for inst in comp.instructions
+            if inst.opcode in COLLECTIVES and groups_are_physical(inst)]
+
+
+def identity_assignment(topology: Topology) -> bool:
+    """True if every device's physical id is its flattened id ``r * P + p`` — there physical and
+    logical groups name the same devices. (XLA's default assignment ``p * R + r`` is the
+    identity only when R == 1 or P == 1.)"""
+    return bool(np.array_equal(topology.device_ids.ravel(), np.arange(topology.num_devices)))
+
+
+def _legalization(hlo_pass: HloPass, module: HloModule, topology: Topology) -> list[Site]:
+    identity = identity_assignment(topology)
+    return [_site(hlo_pass, inst, None if identity or not groups_are_physical(inst) else
+                  "its groups are already physical device ids: legalizing again maps them "
+                  "through the device assignment a second time")
+            for comp in module.computations for inst in comp.instructions
+            if inst.opcode in COLLECTIVES]
+
+
+def _collective_read(inst: HloInstruction) -> HloInstruction | None:
+    """The collective whose groups a rewrite of ``inst`` relies on: ``inst`` itself, or the
+    all-reduce of a fold's all-reduce + dynamic-slice pair."""
+    if inst.opcode in COLLECTIVES:
+        return inst
+    pair = pair_of(inst)
+    return pair.all_reduce if pair is not None else None
+
+
+LOGICAL_READ = ("it reads replica groups as logical ids, but these were legalized to physical "
+                "device ids and the device assignment is not the identity")
+
+
+def _logical_reader(inner: Judge | None) -> Judge:
+    """A pass that reads groups as logical ids: unsafe wherever it would rewrite on a legalized
+    collective (unless the assignment is the identity); the other sites judged by ``inner``.
+    A pass that is not an OpExpander cannot say which instructions it rewrites: if it changes
+    the module at all, every legalized collective is one of its sites."""
+
+    def judge(hlo_pass: HloPass, module: HloModule, topology: Topology) -> list[Site]:
+        sites = inner(hlo_pass, module, topology) if inner is not None else []
+        if identity_assignment(topology):
+            return sites
+        if not isinstance(hlo_pass, OpExpanderPass):
+            physical = _physical_collectives(module)
+            if physical and hlo_pass.run(module.clone(), hlo_pass.context):
+                return [_site(hlo_pass, inst, LOGICAL_READ) for inst in physical]
+            return sites
+        by_name = {site.instruction: site for site in sites}
+        for inst in matched_instructions(hlo_pass, module):
+            read = _collective_read(inst)
+            if read is not None and groups_are_physical(read):
+                site = by_name.get(inst.name)
+                if site is None:
+                    site = by_name[inst.name] = _site(hlo_pass, inst, LOGICAL_READ)
+                    sites.append(site)
+                site.verdict, site.reason = Verdict.UNSAFE, LOGICAL_READ + (
+                    f" (%{read.name})" if read is not inst else "")
+        return sites
+
+    return judge
+
+
+DEGENERATE = "every deleted collective is the identity on the topology (XLA's degenerate rules)"
+FOLD = "the offset computation selects each device's reduce-scatter block on the topology"
+LOGICAL = "replica groups are logical ids (not yet legalized to physical device ids)"
+
+HAZARDS: dict[str, Hazard] = {
+    "aws_neuron_delete_permute": Hazard(DEGENERATE, _degenerate(identity_violation)),
+    "delete_permute_guarded": Hazard(DEGENERATE, _logical_reader(
+        _degenerate(identity_violation))),
+    "aws_neuron_strip_trivial_collectives": Hazard(DEGENERATE, _logical_reader(
+        _degenerate(trivial_collective_violation))),
+    "aws_neuron_rewrite_all_reduce_dynamic_slice": Hazard(FOLD, _logical_reader(_fold)),
+    "aws_neuron_rewrite_all_reduce_dynamic_slice_multiple_groups":
+        Hazard(FOLD, _logical_reader(_fold)),
+    "rewrite_all_reduce_dynamic_slice_proven": Hazard(LOGICAL, _logical_reader(None)),
+    "xla_reduce_scatter_creator": Hazard(LOGICAL, _logical_reader(None)),
+    "xla_all_reduce_simplifier": Hazard(LOGICAL, _logical_reader(None)),
+    "aws_neuron_replace_rng": Hazard("a pinned seed (deterministic compiles)", _unpinned_rng,
+                                     confirmable=False),
+    "aws_neuron_device_assignment_legalization": Hazard(
+        "it runs once, on logical groups", _legalization),
+}
+
+
+def hazard_of(hlo_pass: HloPass) -> Hazard | None:
+    """The hazard of a pass (by registry key), or None for a context-free pass."""
+    return HAZARDS.get(hlo_pass.name)

@@ -1,2 +1,0 @@
-"""Neuron compiler passes re-implemented from the seeds (one module per pass, plus the helpers
-the seed says they share). The registry (``passes.registry``) lists each pass class."""
