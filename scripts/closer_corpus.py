@@ -30,7 +30,7 @@ from neuron_sim.hlo import HloModule, parse_module_file  # noqa: E402
 from neuron_sim.io import read_npz  # noqa: E402
 from neuron_sim.topology import Topology  # noqa: E402
 from neuron_sim.passes import PassContext, PassPipeline  # noqa: E402
-from neuron_sim.passes.pipelines import PIPELINES  # noqa: E402
+from neuron_sim.passes.named_pipelines import PIPELINES  # noqa: E402
 from neuron_sim.passes.registry import pass_keys  # noqa: E402
 from neuron_sim.verify.api import check_pass  # noqa: E402
 from neuron_sim.verify.result import Status, VerificationResult  # noqa: E402

@@ -18,7 +18,7 @@ from neuron_sim.passes.context import PassContext
 from neuron_sim.passes.contracts import (CHANGES_RESULTS, EXACT, INFINITY_TO_FINITE, Contract, Refinement,
                               contract_of, weakest)
 from neuron_sim.passes.options import PassOption, UnknownPassOptionError, parse_pass_option_args
-from neuron_sim.passes.pipeline import PassPipeline
+from neuron_sim.passes.pass_pipeline import PassPipeline
 from neuron_sim.passes.registry import (PassInfo, get_pass, list_passes, pass_class, pass_keys,
                              register_pass)
 

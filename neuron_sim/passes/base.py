@@ -12,7 +12,7 @@ changed it. Ours adds what a verifier needs:
   (``seed_status``) and where the seed describes it (``seed``), and it keeps a log of its
   rewrites (``rewrites``, one line per rewrite) so a user sees what happened without diffing.
 
-The registry (``neuron_sim.passes.registry``) and PassPipeline (``neuron_sim.passes.pipeline``) sit on top of this.
+The registry (``neuron_sim.passes.registry``) and PassPipeline (``neuron_sim.passes.pass_pipeline``) sit on top of this.
 """
 
 from __future__ import annotations

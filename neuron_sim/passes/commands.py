@@ -27,8 +27,8 @@ from neuron_sim.outputs import atomic_write_text, check_output_file
 from neuron_sim.passes.base import HloPass, resolve_pass_options
 from neuron_sim.passes.context import PassContext
 from neuron_sim.passes.options import parse_pass_option_args
-from neuron_sim.passes.pipelines import PIPELINES, named_pipeline, pipeline_entries
-from neuron_sim.passes.pipeline import PassPipeline
+from neuron_sim.passes.named_pipelines import PIPELINES, named_pipeline, pipeline_entries
+from neuron_sim.passes.pass_pipeline import PassPipeline
 from neuron_sim.passes.registry import list_passes, parse_pass_list
 
 

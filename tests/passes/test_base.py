@@ -11,7 +11,7 @@ import neuron_sim.passes as passes
 from neuron_sim.hlo import HloInstruction, Opcode, parse_module
 from neuron_sim.passes import registry
 from neuron_sim.passes.base import HloPass, OpExpanderPass, PassError, SeedStatus, UnknownPassError
-from neuron_sim.passes.pipeline import PassPipeline
+from neuron_sim.passes.pass_pipeline import PassPipeline
 from neuron_sim.passes.registry import get_pass, list_passes, pass_keys, register_pass
 
 NEGATES = """HloModule negates

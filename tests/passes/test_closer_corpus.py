@@ -24,7 +24,7 @@ from neuron_sim.hlo import parse_module_file
 from neuron_sim.io import read_npz
 from neuron_sim.topology import Topology
 from neuron_sim.passes import PassContext, PassPipeline
-from neuron_sim.passes.pipelines import named_pipeline
+from neuron_sim.passes.named_pipelines import named_pipeline
 from neuron_sim.verify.api import check_pass
 from neuron_sim.verify.result import Status
 

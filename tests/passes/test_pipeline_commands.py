@@ -2,7 +2,7 @@
 
 Exit codes (0 done / 1 the check found a problem / 2 bad usage) and one-sentence errors. The
 expected order is the #NN table of hlo-misc-cleanup-sweep.txt as docs/passes.md ("The closer")
-transcribes it, written out here rather than read back from passes/pipelines.py.
+transcribes it, written out here rather than read back from passes/named_pipelines.py.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from neuron_sim.errors import UserError
-from neuron_sim.passes.pipelines import PIPELINES, pipeline_entries
+from neuron_sim.passes.named_pipelines import PIPELINES, pipeline_entries
 from neuron_sim.passes.registry import pass_keys
 
 

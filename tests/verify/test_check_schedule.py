@@ -298,7 +298,7 @@ def test_cli_trials_below_one_is_usage(tmp_path, capsys, trials):
 
 
 def _closer_keys() -> list[str]:
-    from neuron_sim.passes.pipelines import pipeline_entries
+    from neuron_sim.passes.named_pipelines import pipeline_entries
 
     return [key for _, key in pipeline_entries("neuron-closer",
                                                ["aws_neuron_inject_numerical_errors"])]

@@ -21,7 +21,7 @@ from neuron_sim.hlo.ir import HloModule
 from neuron_sim.topology import Topology
 from neuron_sim.passes.base import HloPass, resolve_pass_options
 from neuron_sim.passes.options import parse_pass_option_args
-from neuron_sim.passes.pipelines import PIPELINES, named_pipeline
+from neuron_sim.passes.named_pipelines import PIPELINES, named_pipeline
 from neuron_sim.passes.registry import get_pass, parse_pass_list
 from neuron_sim.verify.schedule.hazards import HAZARDS, Site
 from neuron_sim.verify.schedule.runner import (CONFIRM_TRIALS, ScheduleReport, check_schedule,
@@ -32,7 +32,7 @@ SUGGESTED_PASS = "aws_neuron_delete_permute"
 
 def pipeline_passes(text: str, skip: list[str] | None = None) -> list[HloPass]:
     """``--pipeline``: a comma-separated list of pass keys, or the name of a named pipeline
-    (``neuron_sim.passes.pipelines``) with its ``--skip`` keys left out."""
+    (``neuron_sim.passes.named_pipelines``) with its ``--skip`` keys left out."""
     if text in PIPELINES:
         return named_pipeline(text, skip or [])
     if skip:
