@@ -61,6 +61,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     """The handler: the interpreter is imported only now (``run --help`` does not need it)."""
-    from neuron_sim.interpreter.run_command import run_command as run
+    from neuron_sim.interpreter.run_handler import handle_run
 
-    return run(args)
+    return handle_run(args)

@@ -27,7 +27,8 @@ from neuron_sim.interpreter.memory import default_memory_limit, require_memory
 MAX_TABLE_DEVICES = 64
 
 
-def run_command(args: argparse.Namespace) -> int:
+def handle_run(args: argparse.Namespace) -> int:
+    """Run the parsed ``neuron-sim run`` command; its exit code."""
     if args.output:
         check_output_file(args.output, [args.module, args.inputs])
     module, topology = module_and_topology(args)

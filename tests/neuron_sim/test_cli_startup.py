@@ -69,7 +69,7 @@ def test_run_help_imports_run_s_parser_but_not_the_interpreter_nor_numpy():
     modules = imported_by("run", "--help")
     assert "neuron_sim.interpreter.commands" in modules
     assert loaded(modules, HEAVY + ("numpy",)) == []
-    assert "neuron_sim.interpreter.evaluator" not in modules and "neuron_sim.interpreter.run_command" not in modules
+    assert "neuron_sim.interpreter.evaluator" not in modules and "neuron_sim.interpreter.run_handler" not in modules
 
 
 def test_a_run_imports_nothing_the_run_does_not_use(tmp_path):
