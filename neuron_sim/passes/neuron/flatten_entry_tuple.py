@@ -35,7 +35,7 @@ from neuron_sim.passes.neuron.pattern_helpers import rederive_entry_layout
 SEED = "hlo-misc-cleanup-sweep.txt § Abstract (reshape the entry tuple), §1 (#14–#16, #54, #59)"
 
 
-def leaf_values(comp: HloComputation, value: HloInstruction) -> list[HloInstruction]:
+def leaf_instructions(comp: HloComputation, value: HloInstruction) -> list[HloInstruction]:
     """The array / token leaves of ``value``, depth first, each as an instruction of ``comp``:
     an operand of the ``tuple`` that built it, or a new ``get-tuple-element`` (added)."""
     if not value.shape.is_tuple:
@@ -48,7 +48,7 @@ def leaf_values(comp: HloComputation, value: HloInstruction) -> list[HloInstruct
             element = make_instruction(comp, Opcode.GET_TUPLE_ELEMENT, [value], index=index,
                                        name=f"{value.name}.{index}")
             comp.add_before(element, comp.root)
-        leaves.extend(leaf_values(comp, element))
+        leaves.extend(leaf_instructions(comp, element))
     return leaves
 
 
@@ -72,7 +72,7 @@ class FlattenEntryTuple(HloPass):
         root = comp.root
         if not is_nested_tuple(root) or "input_output_alias" in module.header:
             return False
-        leaves = leaf_values(comp, root)
+        leaves = leaf_instructions(comp, root)
         flat = make_instruction(comp, Opcode.TUPLE, leaves, name=f"{root.name}.flat")
         comp.add(flat)
         comp.root = flat

@@ -59,7 +59,7 @@ def peel_convert(inst: HloInstruction) -> HloInstruction:
     return inst
 
 
-def is_partition_id(inst: HloInstruction) -> bool:
+def is_partition_id_through_convert(inst: HloInstruction) -> bool:
     """partition-id, possibly behind one convert (never replica-id: see the seed's GOTCHA)."""
     return peel_convert(inst).opcode is Opcode.PARTITION_ID
 

@@ -40,7 +40,8 @@ from neuron_sim.hlo.ir import HloError, HloInstruction
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.passes.base import SeedStatus
 from neuron_sim.passes.neuron.pattern_helpers import (MATCHED, MatchResult, is_effective_scalar_constant,
-                                           is_partition_id, reject, start_index_operand)
+                                                      is_partition_id_through_convert, reject,
+                                                      start_index_operand)
 from neuron_sim.passes.neuron.reduce_scatter_emitter import ReduceScatterFold
 from neuron_sim.proofs.index.slice_info import get_slice_info_1d
 
@@ -89,7 +90,7 @@ def explain_single_group(inst: HloInstruction) -> MatchResult:
     if start.opcode is not Opcode.MULTIPLY:
         return reject(log, inst, 6, REASONS[6])
     orders = ((start.operand(0), start.operand(1)), (start.operand(1), start.operand(0)))
-    constant_sides = [other for ids, other in orders if is_partition_id(ids)]
+    constant_sides = [other for ids, other in orders if is_partition_id_through_convert(ids)]
     if not constant_sides:
         return reject(log, inst, 7, REASONS[7])
     for constant in constant_sides:

@@ -48,7 +48,8 @@ from neuron_sim.hlo.shapes import ArrayShape
 from neuron_sim.passes.base import SeedStatus
 from neuron_sim.passes.neuron.offset_pools import expected_pools
 from neuron_sim.passes.neuron.pattern_helpers import (MATCHED, MatchResult, is_effective_scalar_constant,
-                                           is_partition_id, reject, start_index_operand)
+                                                      is_partition_id_through_convert, reject,
+                                                      start_index_operand)
 from neuron_sim.passes.neuron.reduce_scatter_emitter import ReduceScatterFold
 from neuron_sim.proofs.index.slice_info import get_slice_info_1d
 
@@ -129,7 +130,7 @@ def explain_multiple_groups(inst: HloInstruction) -> MatchResult:
         return reject(log, inst, 11, REASONS[11])
     if pool_slice_sizes[0] != 1:
         return reject(log, inst, 11, POOL_SLICE_SIZE_NOT_ONE)
-    if len(ids.operands) < 2 or not is_partition_id(ids.operand(1)):
+    if len(ids.operands) < 2 or not is_partition_id_through_convert(ids.operand(1)):
         return reject(log, inst, 12, REASONS[12])
     pool = ids.operand(0)
     if pool.opcode is not Opcode.CONSTANT:
