@@ -43,7 +43,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from neuron_sim.proofs.index.lazy import LazyModule
+from neuron_sim.lazy import LazyModule
 from neuron_sim.passes.neuron.offset_pools import POOL_READINGS
 
 z3 = LazyModule("z3")

@@ -30,7 +30,7 @@ from neuron_sim.topology import (GroupMode, Topology, group_mode, participant_gr
 from neuron_sim.proofs.index import int_semantics as sem
 from neuron_sim.proofs.index.ar_ds_pairs import ArDsPair, find_ar_ds_pairs
 from neuron_sim.proofs.index.index_encoding import DeviceCoordinates, IndexEncoder, OutsideSubLanguage
-from neuron_sim.proofs.index.lazy import LazyModule
+from neuron_sim.lazy import LazyModule
 
 z3 = LazyModule("z3")
 

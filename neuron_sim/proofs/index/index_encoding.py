@@ -35,7 +35,7 @@ from neuron_sim.hlo.shapes import ArrayShape
 from neuron_sim.topology import Topology
 from neuron_sim.proofs.index import int_semantics as sem
 from neuron_sim.proofs.index.tables import lookup
-from neuron_sim.proofs.index.lazy import LazyModule
+from neuron_sim.lazy import LazyModule
 
 z3 = LazyModule("z3")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from neuron_sim.proofs.index.lazy import LazyModule
+from neuron_sim.lazy import LazyModule
 
 z3 = LazyModule("z3")
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from neuron_sim.proofs.index.lazy import LazyModule
+from neuron_sim.lazy import LazyModule
 from neuron_sim.verify.sweep.generator import PRESETS, Case, Skip
 from neuron_sim.verify.sweep.runner import OUTCOMES, CaseResult
 from neuron_sim.proofs.pools import CHARACTERIZATIONS, BitVecModel, Layout
