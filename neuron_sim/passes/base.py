@@ -10,9 +10,15 @@ changed it. Ours adds what a verifier needs:
 * declarations — every pass says what it promises (``contract``, a ``neuron_sim.passes.contracts``
   object), which options it takes (``options``), how faithfully it follows its seed
   (``seed_status``) and where the seed describes it (``seed``), and it keeps a log of its
-  rewrites (``rewrites``, one line per rewrite) so a user sees what happened without diffing.
+  rewrites (``rewrites``, one line per rewrite) so a user sees what happened without diffing;
+* what the system knows about it, in one place — its row of docs/passes.md (``seed_says``,
+  ``our_reading``, ``known_unsafety``; ``neuron_sim.passes.docs_tables`` writes the table), its
+  slot in each named pipeline (``pipelines``; ``neuron_sim.passes.named_pipelines`` builds
+  them) and the context it relies on without checking (``hazard``, a
+  ``neuron_sim.passes.context_hazards`` declaration that ``check-schedule`` judges).
 
-The registry (``neuron_sim.passes.registry``) and PassPipeline (``neuron_sim.passes.pass_pipeline``) sit on top of this.
+The registry (``neuron_sim.passes.registry``) and PassPipeline
+(``neuron_sim.passes.pass_pipeline``) sit on top of this.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from neuron_sim.errors import UserError
 from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
 from neuron_sim.topology import Topology
 from neuron_sim.passes.context import PassContext
+from neuron_sim.passes.context_hazards import ContextHazard
 from neuron_sim.passes.contracts import EXACT, Contract
 from neuron_sim.passes.options import (PassOption, UnknownPassOptionError, check_option_names,
                             resolved_values)
@@ -85,6 +92,13 @@ class HloPass:
     seed_status: ClassVar[SeedStatus] = SeedStatus.FAITHFUL
     seed: ClassVar[str] = ""                       # seed file and section that describes it
     summary: ClassVar[str] = ""                    # one line for `neuron-sim passes`
+    # Its row of docs/passes.md's table (markdown): what the seed says the pass does, how we
+    # read the seed where it is ambiguous ("" for none), and what is known to be unsafe.
+    seed_says: ClassVar[str] = ""
+    our_reading: ClassVar[str] = ""
+    known_unsafety: ClassVar[str] = ""
+    pipelines: ClassVar[Mapping[str, int]] = {}    # named pipeline -> its #NN in it
+    hazard: ClassVar[ContextHazard | None] = None  # what it relies on without checking
 
     def __init__(self, *, topology: Topology | None = None, **options: Any) -> None:
         declared = {option.name for option in type(self).options}

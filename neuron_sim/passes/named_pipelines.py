@@ -1,4 +1,10 @@
-"""Named pipelines as data: ``PIPELINES[name]`` is the ordered tuple of (``#NN``, registry key).
+"""Named pipelines, built from the passes' own slots: ``PIPELINES[name]`` is the ordered tuple of
+(``#NN``, registry key).
+
+A pass takes its place in a named pipeline by declaring it (``HloPass.pipelines``, e.g.
+``pipelines = {"neuron-closer": 14}``); a pipeline is every registered pass
+(``registry.BUILTIN_PASSES``) that names it, in ``#NN`` order. Two passes claiming one slot is an
+error at import.
 
 ``neuron-closer`` is the Neuron HLO closer of hlo-misc-cleanup-sweep.txt: its passes in
 registration order (the ``#NN`` of RegisterHiloHloPasses, which the seed calls a strong proxy
@@ -14,37 +20,29 @@ with ``skip`` (``--skip aws_neuron_inject_numerical_errors``) — without ``targ
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from neuron_sim.errors import UserError
 from neuron_sim.passes.base import HloPass
-from neuron_sim.passes.registry import get_pass
+from neuron_sim.passes.registry import BUILTIN_PASSES, get_pass
 
-CLOSER: tuple[tuple[int, str], ...] = (
-    (14, "aws_neuron_flatten_entry_tuple"),
-    (15, "aws_neuron_inline_weights"),
-    (16, "aws_neuron_replace_rng"),
-    (17, "aws_neuron_partition_embeding_ops"),
-    (20, "aws_neuron_rewrite_module_dtype"),
-    (21, "aws_neuron_metadata_naming"),
-    (22, "aws_neuron_inject_numerical_errors"),
-    (24, "aws_neuron_eliminate_redundant_compare"),
-    (52, "aws_neuron_replace_minimum_constant"),
-    (54, "aws_neuron_peel_optimization_barriers"),
-    (55, "aws_neuron_dynamic_slice_transpose"),
-    (59, "aws_neuron_strip_trivial_collectives"),
-    (65, "aws_neuron_default_metadata"),
-    (66, "aws_neuron_transform_variadic_reduce"),
-    (67, "aws_neuron_resolve_self_comparison"),
-    (69, "aws_neuron_device_assignment_legalization"),
-    (70, "aws_neuron_hilo_conditional_to_select"),
-    (90, "aws_neuron_constant_slice_clamp_simplifier"),
-    (93, "aws_neuron_rewrite_scatter_partition"),
-    (109, "aws_neuron_constant_slice_convert_canonicalizer"),
-    (110, "aws_neuron_dynamic_slice_reshape_canonicalizer"),
-)
 
-PIPELINES: dict[str, tuple[tuple[int, str], ...]] = {"neuron-closer": CLOSER}
+def pipelines_of(classes: Sequence[type[HloPass]]) -> dict[str, tuple[tuple[int, str], ...]]:
+    """Every pipeline the ``classes`` name in their ``pipelines``, its (``#NN``, key) entries in
+    slot order; pipelines in the order the classes first name them. Raises ValueError when two
+    passes claim one slot of a pipeline."""
+    slots: dict[str, dict[int, str]] = {}
+    for cls in classes:
+        for pipeline, number in cls.pipelines.items():
+            taken = slots.setdefault(pipeline, {})
+            if number in taken:
+                raise ValueError(f"passes {taken[number]} and {cls.name} both take #{number} of "
+                                 f"pipeline {pipeline}")
+            taken[number] = cls.name
+    return {pipeline: tuple(sorted(entries.items())) for pipeline, entries in slots.items()}
+
+
+PIPELINES: dict[str, tuple[tuple[int, str], ...]] = pipelines_of(BUILTIN_PASSES)
 
 
 def pipeline_entries(name: str, skip: Iterable[str] = ()) -> list[tuple[int, str]]:

@@ -37,6 +37,12 @@ class PassOption:
     default: Any
     help: str
 
+    @property
+    def type_name(self) -> str:
+        """The type as ``neuron-sim passes --json`` and docs/passes.md name it (``int``,
+        ``boolean``: the converter's name)."""
+        return getattr(self.type, "__name__", str(self.type))
+
     def convert(self, value: Any, owner: str) -> Any:
         """``value`` (text from the user, or already typed) as this option's value."""
         if not isinstance(value, str):

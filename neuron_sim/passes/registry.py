@@ -1,10 +1,12 @@
 """The pass registry: every built-in pass in one explicit list, found by key or class name.
 
 ``BUILTIN_PASSES`` is the list: a new pass is one import and one entry here (a test checks
-that every pass class under ``passes/neuron`` and ``passes/xla`` is listed). Nothing depends on
-which modules happen to have been imported: ``get_pass(key)`` works in a fresh process for
-every key ``neuron-sim passes`` lists. ``register_pass`` adds a pass defined elsewhere (a test,
-a user's script) under its key.
+that every pass class under ``passes/neuron`` and ``passes/xla`` is listed); everything else the
+system knows about a pass is declared on its class (``neuron_sim.passes.base.HloPass``), and the
+named pipelines (``named_pipelines``) and docs/passes.md's tables (``docs_tables``) are built from
+the classes listed here. Nothing depends on which modules happen to have been imported:
+``get_pass(key)`` works in a fresh process for every key ``neuron-sim passes`` lists.
+``register_pass`` adds a pass defined elsewhere (a test, a user's script) under its key.
 """
 
 from __future__ import annotations
@@ -45,10 +47,10 @@ from neuron_sim.passes.xla.dce import DeadCodeElimination
 from neuron_sim.passes.xla.all_reduce_simplifier import AllReduceSimplifier
 from neuron_sim.passes.xla.reduce_scatter_creator import ReduceScatterCreator
 
+# In docs/passes.md's order: the table lists the passes as they come here.
 BUILTIN_PASSES: tuple[type[HloPass], ...] = (
     RewriteAllReduceDynamicSlice,
     RewriteAllReduceDynamicSliceMultipleGroups,
-    RewriteAllReduceDynamicSliceProven,
     DeletePermute,
     DeletePermuteGuarded,
     FlattenEntryTuple,
@@ -56,13 +58,14 @@ BUILTIN_PASSES: tuple[type[HloPass], ...] = (
     StripTrivialCollectives,
     RewriteModuleDtype,
     InjectNumericalErrors,
-    DeviceAssignmentLegalization,
-    RewriteScatterPartition,
+    DeadCodeElimination,
+    RewriteAllReduceDynamicSliceProven,
+    ReduceScatterCreator,
+    AllReduceSimplifier,
     InlineWeights,
     ReplaceRng,
-    DynamicSliceTranspose,
-    ReplaceMinimumConstant,
-    PartitionEmbedingOps,
+    DeviceAssignmentLegalization,
+    RewriteScatterPartition,
     ResolveSelfComparison,
     ConstantSliceClampSimplifier,
     ConstantSliceConvertCanonicalizer,
@@ -72,9 +75,9 @@ BUILTIN_PASSES: tuple[type[HloPass], ...] = (
     DefaultMetadata,
     HiloConditionalToSelect,
     TransformVariadicReduce,
-    DeadCodeElimination,
-    ReduceScatterCreator,
-    AllReduceSimplifier,
+    DynamicSliceTranspose,
+    ReplaceMinimumConstant,
+    PartitionEmbedingOps,
 )
 
 _REGISTERED: dict[str, type[HloPass]] = {cls.name: cls for cls in BUILTIN_PASSES}
@@ -158,6 +161,6 @@ def list_passes() -> list[PassInfo]:
     """Every registered pass, sorted by key."""
     return [PassInfo(key, cls.__name__, str(cls.seed_status), cls.contract.name, cls.seed,
                      cls.summary,
-                     tuple({"name": o.name, "type": getattr(o.type, "__name__", str(o.type)),
+                     tuple({"name": o.name, "type": o.type_name,
                             "default": str(o.default), "help": o.help} for o in cls.options))
             for key, cls in sorted(_REGISTERED.items())]

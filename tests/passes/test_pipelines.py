@@ -1,4 +1,5 @@
-"""Named pipelines: the closer in #NN order, --skip, --pipeline exclusive with --passes."""
+"""Named pipelines: built from the slots the passes declare, the closer in #NN order, --skip,
+--pipeline exclusive with --passes."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import sys
 import pytest
 
 from neuron_sim.errors import UserError
-from neuron_sim.passes.named_pipelines import PIPELINES, pipeline_entries
+from neuron_sim.passes.base import HloPass
+from neuron_sim.passes.named_pipelines import PIPELINES, pipeline_entries, pipelines_of
 from neuron_sim.passes.registry import pass_keys
 
 
@@ -33,3 +35,22 @@ def test_pipeline_and_passes_are_mutually_exclusive():
     done = subprocess.run([sys.executable, "-m", "neuron_sim.cli", "opt", "x.hlo", "--passes",
                            "dce", "--pipeline", "neuron-closer"], capture_output=True, text=True)
     assert done.returncode == 2 and "not allowed with" in done.stderr
+
+
+def _toy(key: str, pipelines: dict[str, int]) -> type[HloPass]:
+    return type(key.title(), (HloPass,), {"name": key, "pipelines": pipelines})
+
+
+def test_a_pipeline_is_the_passes_that_name_it_in_slot_order():
+    """Declared out of order, listed by slot; a pass in two pipelines is in both; a pass that
+    names none is in none."""
+    late, early, both, none = (_toy("late", {"p": 30}), _toy("early", {"p": 7}),
+                               _toy("both", {"q": 1, "p": 12}), _toy("none", {}))
+    assert pipelines_of([late, early, both, none]) == {
+        "p": ((7, "early"), (12, "both"), (30, "late")), "q": ((1, "both"),)}
+
+
+def test_two_passes_in_one_slot_is_an_error_naming_both():
+    with pytest.raises(ValueError, match="passes first and second both take #5 of pipeline p"):
+        pipelines_of([_toy("first", {"p": 5}), _toy("second", {"p": 5})])
+

@@ -66,6 +66,13 @@ class ConstantSliceClampSimplifier(OpExpanderPass):
     seed = "hlo-misc-cleanup-sweep.txt §1 #90, §2 (OpExpander; Expand @0x1f75b70)"
     summary = ("dynamic-slice with constant starts -> slice, dynamic-update-slice with "
                "out-of-range constant starts -> clamped starts (XLA's clamp)")
+    pipelines = {"neuron-closer": 90}
+    seed_says = "#90, an OpExpander canonicalizer (Expand @0x1f75b70); name and kind only"
+    our_reading = ("dynamic-slice with every start a constant -> `slice` at `clamp(start, 0, dim "
+                   "- size)`; dynamic-update-slice with an out-of-range constant start -> the "
+                   "same DUS with every start clamped (kept a DUS: a static form needs a "
+                   "concatenate or pad + select)")
+    known_unsafety = "none known"
 
     def matches(self, inst: HloInstruction) -> bool:
         starts = constant_starts(inst)

@@ -52,6 +52,13 @@ class ConstantSliceConvertCanonicalizer(OpExpanderPass):
                "interpreter's convert (truncate, saturate, NaN -> 0, round to nearest even)")
     options = (PassOption("max_elements", int, 65536,
                           "fold only constants of at most this many elements"),)
+    pipelines = {"neuron-closer": 109}
+    seed_says = "#109, an OpExpander canonicalizer (Expand @0x1f77b10); name and kind only"
+    our_reading = ("`convert(slice(constant))` and `convert(constant)` -> the converted constant, "
+                   "computed by `neuron_sim.conversions.convert_array` (the interpreter's "
+                   "convert: truncate, saturate, NaN -> 0, round to nearest even, overflow to "
+                   "inf); at most `max_elements` elements")
+    known_unsafety = "none known"
 
     def matches(self, inst: HloInstruction) -> bool:
         if inst.opcode is not Opcode.CONVERT or not isinstance(inst.shape, ArrayShape):

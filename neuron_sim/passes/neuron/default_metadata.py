@@ -27,6 +27,11 @@ class DefaultMetadata(OpExpanderPass):
     seed_status = SeedStatus.INFERRED
     seed = "hlo-misc-cleanup-sweep.txt §1 #65 (and its NOTE: an OpExpander)"
     summary = "instructions without metadata get metadata={op_type=opcode op_name=name}"
+    pipelines = {"neuron-closer": 65}
+    seed_says = "#65, \"an OpExpander that attaches default OpMetadata\""
+    our_reading = ("every instruction without metadata (outside fusions) gets "
+                   "`metadata={op_type=\"<opcode>\" op_name=\"<name>\"}`, in place")
+    known_unsafety = "none (metadata never changes a value)"
 
     def matches(self, inst: HloInstruction) -> bool:
         return not inst.has("metadata")

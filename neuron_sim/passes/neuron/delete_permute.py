@@ -31,6 +31,7 @@ from neuron_sim.hlo.replica_groups import ReplicaGroups, SourceTargetPairs
 from neuron_sim.topology import (GroupMode, Topology, group_mode, participant_groups,
                                  permute_pairs_flattened)
 from neuron_sim.passes.base import OpExpanderPass, SeedStatus
+from neuron_sim.passes.context_hazards import Reliance, relies_on
 
 SEED = "allreduce-reducescatter-dynamicslice-rewrites.txt § DeletePermute"
 DELETED_OPCODES = (Opcode.ALL_REDUCE, Opcode.COLLECTIVE_PERMUTE)
@@ -55,6 +56,15 @@ class DeletePermute(OpExpanderPass):
     seed = SEED
     summary = ("every all-reduce and collective-permute -> its operand 0; no guard, deletes "
                "data-moving collectives too")
+    # identity_violation is defined below; the lambda looks it up when it is called
+    hazard = relies_on(Reliance.IDENTITY_COLLECTIVES,
+                       identity_rule=lambda inst, topology: identity_violation(inst, topology))
+    seed_says = ("19-byte matcher: opcode all-reduce or collective-permute, nothing else; "
+                 "expander returns operand 0. Correct only when scheduled where those collectives "
+                 "are the identity (enforced outside the binary)")
+    known_unsafety = ("deletes **every** all-reduce and collective-permute, including real "
+                      "data-moving ones (`{{0,1},{2,3}}`, a ring permute); raises (module "
+                      "unchanged) on a multi-operand (tuple) collective")
 
     def matches(self, inst: HloInstruction) -> bool:
         return inst.opcode in DELETED_OPCODES
@@ -164,6 +174,14 @@ class DeletePermuteGuarded(DeletePermute):
     seed = SEED + " (Considerations: the scheduling precondition)"
     summary = ("DeletePermute only where the collective is the identity: singleton groups / "
                "self-pairs under the module's topology")
+    hazard = relies_on(Reliance.IDENTITY_COLLECTIVES, Reliance.LOGICAL_GROUPS,
+                       identity_rule=identity_violation)
+    seed_says = "(the scheduling precondition of DeletePermute)"
+    our_reading = ("fires only where the collective is provably the identity under the topology: "
+                   "one operand; all-reduce: every device in a participant group of one (in its "
+                   "group mode); collective-permute: every device sends to itself and is a target")
+    known_unsafety = ("none known; uses the context's topology (the module header's "
+                      "`replica_count` x `num_partitions` unless given one)")
 
     def matches(self, inst: HloInstruction) -> bool:
         module = inst.parent.parent if inst.parent is not None else None

@@ -49,6 +49,7 @@ from neuron_sim.physical_groups import groups_are_physical, mark_physical
 from neuron_sim.topology import Topology, group_mode, permute_pairs_flattened, physical_groups
 from neuron_sim.passes.base import HloPass, SeedStatus
 from neuron_sim.passes.context import PassContext
+from neuron_sim.passes.context_hazards import Reliance, relies_on
 
 __all__ = ["DeviceAssignmentLegalization", "groups_are_physical", "legalized_groups"]
 
@@ -95,6 +96,21 @@ class DeviceAssignmentLegalization(HloPass):
     seed = "hlo-misc-cleanup-sweep.txt §3.8 DeviceAssignmentLegalization"
     summary = ("collective groups and permute pairs -> physical device ids of the device "
                "assignment (marked neuron.groups=\"physical\"); unguarded against a second run")
+    pipelines = {"neuron-closer": 69}
+    hazard = relies_on(Reliance.SINGLE_RUN)
+    seed_says = ("every collective (`IsCollective`): collective-permute -> "
+                 "`GetParticipatingDevicesGroupsForSourceTargetPairs`; AG/AR/RS/all-to-all: "
+                 "`CHECK(operands().size() == 1)`, `GetGlobalDeviceReplicaGroups`; rebuilt with a "
+                 "`CollectiveDeviceList`; else FATAL `Unhandled Collective instruction:`")
+    our_reading = ("groups = XLA's `GetParticipatingDevicesGroups` per group mode on the "
+                   "topology's device assignment; written as explicit groups / pairs of physical "
+                   "ids plus `frontend_attributes={neuron.groups=\"physical\"}` "
+                   "(docs/semantics.md, \"Physical groups\"); async starts, collective-broadcast, "
+                   "ragged-all-to-all: the FATAL as an error naming the instruction; variadic "
+                   "(incl. tuple all-to-all) and multi-operand permutes: an error naming it")
+    known_unsafety = ("no guard against a second run: already-physical ids are read as flattened "
+                      "ids and mapped again (wrong unless the assignment is the identity); a "
+                      "later pass that reads groups as logical is wrong the same way")
 
     def run_on_module(self, module: HloModule, context: PassContext) -> bool:
         topology = context.topology_for(module)

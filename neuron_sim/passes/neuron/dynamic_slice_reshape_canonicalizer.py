@@ -87,6 +87,12 @@ class DynamicSliceReshapeCanonicalizer(OpExpanderPass):
     seed = "hlo-misc-cleanup-sweep.txt §1 #110, §2 (OpExpander; Expand @0x1f81270)"
     summary = ("reshape(dynamic-slice(x)) dropping/adding unit dims -> dynamic-slice(reshape(x)), "
                "starts moved (a dropped dim must be 1 in x too)")
+    pipelines = {"neuron-closer": 110}
+    seed_says = "#110, an OpExpander canonicalizer (Expand @0x1f81270); name and kind only"
+    our_reading = ("`reshape(dynamic-slice(x))` that only drops or adds unit dims -> "
+                   "`dynamic-slice(reshape(x))`, starts moved with their dims, an added dim "
+                   "starts at constant 0; a dropped dim must be 1 in x too (else declines)")
+    known_unsafety = "none known; reshapes all of x instead of the slice"
 
     def matches(self, inst: HloInstruction) -> bool:
         return alignment_of(inst) is not None

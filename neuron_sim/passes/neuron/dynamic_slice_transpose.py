@@ -59,6 +59,15 @@ class DynamicSliceTranspose(OpExpanderPass):
     seed = "hlo-misc-cleanup-sweep.txt §3.4 DynamicSliceTranspose"
     summary = ("dynamic-slice of a transpose -> transpose of a dynamic-slice of the operand, "
                "starts and sizes permuted (the seed's matcher/Expand is read well-typed)")
+    pipelines = {"neuron-closer": 55}
+    seed_says = ("OpExpander; matcher `transpose(dynamic-slice(...))`; Expand: "
+                 "`InversePermutation(perm)`, sizes and starts permuted, "
+                 "`CreateTranspose(CreateDynamicSlice(ds->operand(0), starts, sizes), perm)` "
+                 "(ill-typed as written)")
+    our_reading = ("`dynamic-slice(transpose(x, perm), s)` -> `transpose(dynamic-slice(x, s'), "
+                   "perm)`, `s'[perm[i]] = s[i]`, sizes likewise; declines a non-transpose "
+                   "operand and the single start-vector form")
+    known_unsafety = "none known; a transpose with other users is kept for them"
 
     def matches(self, inst: HloInstruction) -> bool:
         return (inst.opcode is Opcode.DYNAMIC_SLICE

@@ -103,4 +103,11 @@ class EliminateRedundantCompare(RuleExpanderPass):
     summary = ("compare(p, true/false) -> p or not(p); not(compare) -> inverse direction where "
                "NaN cannot tell them apart")
     rules = RULES
+    pipelines = {"neuron-closer": 24}
+    seed_says = "named in §3.6 as the pass after PartitionEmbedingOps; nothing else"
+    our_reading = ("rule table: `compare(p, true) EQ` / `compare(p, false) NE` -> p; `compare(p, "
+                   "true) NE` / `compare(p, false) EQ` -> `not(p)`; `not(compare)` -> the inverse "
+                   "direction where exact (EQ <-> NE always; LT <-> GE, GT <-> LE for integers "
+                   "and TOTALORDER only)")
+    known_unsafety = "none known"
 

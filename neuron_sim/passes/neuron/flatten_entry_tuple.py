@@ -66,6 +66,12 @@ class FlattenEntryTuple(HloPass):
     seed = SEED
     summary = ("the entry's nested result tuple -> one flat tuple of its leaves (leaf order "
                "kept); entry_computation_layout re-derived")
+    pipelines = {"neuron-closer": 14}
+    seed_says = "\"reshape the entry tuple\" (abstract; IO shaping #14–#16, #54, #59)"
+    our_reading = ("a nested entry result tuple becomes one flat tuple of its leaves in "
+                   "depth-first order; `entry_computation_layout` re-derived")
+    known_unsafety = ("the caller's view of the nesting changes (the point of the pass); a module "
+                      "with `input_output_alias` is declined")
 
     def run_on_module(self, module: HloModule, context: PassContext) -> bool:
         comp = module.entry

@@ -100,6 +100,17 @@ class HiloConditionalToSelect(OpExpanderPass):
     seed = SEED
     summary = ("two-branch conditional (pred, or s32 index: 0 -> branch 0, anything else -> "
                "branch 1) without side effects -> both branches inlined + select per leaf")
+    pipelines = {"neuron-closer": 70}
+    seed_says = ("a predicated 2-branch conditional whose branches have no `HasSideEffect`: both "
+                 "branches inlined (`CallInliner`), the pred converted to PRED, one "
+                 "`MakeSelectHlo` per leaf, `CreateTuple`")
+    our_reading = ("JAX's s32-indexed two-branch form: index 0 -> branch 0, every other value -> "
+                   "branch 1 (XLA runs branch N-1 for an out-of-range index); three or more "
+                   "branches left alone; side effects = XLA's `HasSideEffect`, channel "
+                   "collectives counted (not-SPMD reading)")
+    known_unsafety = ("both branches always run (cost; a collective without channel_id now joined "
+                      "by every device: never breaks a rendezvous the source completed, turns a "
+                      "hanging source into a running one)")
 
     def check(self, cond: HloInstruction) -> MatchResult:
         """Why ``cond`` is or is not converted (the checks in order)."""

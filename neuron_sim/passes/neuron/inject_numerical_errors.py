@@ -91,6 +91,11 @@ class InjectNumericalErrors(HloPass):
                "element; the verifier's positive control")
     options = (PassOption("targets", target_list, (), "comma-separated entry instruction "
                           "names, opcode spellings, or root (the entry's result)"),)
+    pipelines = {"neuron-closer": 22}
+    seed_says = "only \"No targets specified.\" (§4)"
+    our_reading = ("each target (name, opcode, `root`) replaced by a value differing in every "
+                   "element; the verifier's positive control")
+    known_unsafety = "an injection masked downstream is invisible; `root` never is"
 
     def is_target(self, inst: HloInstruction, targets: tuple[str, ...]) -> bool:
         """Named, of a named opcode, or the entry's root when ``root`` is given."""

@@ -262,6 +262,16 @@ class InlineWeights(HloPass):
                           "the model directory holding metadata.json (model_files / weights: "
                           "parameter name or number -> .npy path inside the directory); unset: "
                           "the pass does nothing"),)
+    pipelines = {"neuron-closer": 15}
+    seed_says = ("read `DIR/metadata.json` (`model_files` / `weights`: parameter name or number "
+                 "-> `.npy`), each named entry parameter -> a constant (`npy2literal`, "
+                 "`NCC_INL001` shape, `NCC_INL002` dtype), `RemoveParameter`, re-derive the entry "
+                 "layout")
+    our_reading = ("removes highest number first; no `dir`: no change; an unknown or repeated key "
+                   "is an error; paths confined to DIR, size and header checked before the data "
+                   "is read, `allow_pickle=False`")
+    known_unsafety = ("only for the weights in DIR (the verifier feeds them to the source's "
+                      "parameters); the binary has no path or size checks")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)

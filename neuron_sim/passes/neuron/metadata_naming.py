@@ -77,6 +77,11 @@ class MetadataNaming(HloPass):
     seed = "hlo-misc-cleanup-sweep.txt §1 #21 (and its NOTE: plain-XLA op-naming)"
     summary = ("metadata without op_type / op_name gets them (opcode, instruction name); "
                "other fields and instructions without metadata untouched")
+    pipelines = {"neuron-closer": 21}
+    seed_says = "#21, \"plain-XLA op-naming\", distinct from #65"
+    our_reading = ("metadata without `op_type` / `op_name` gets them (opcode spelling, "
+                   "instruction name); present fields and instructions without metadata untouched")
+    known_unsafety = "none (metadata never changes a value)"
 
     def run_on_module(self, module: HloModule, context: PassContext) -> bool:
         changed = False

@@ -161,6 +161,19 @@ class PartitionEmbedingOps(OpExpanderPass):
     seed = "hlo-misc-cleanup-sweep.txt §3.6 PartitionEmbedingOps (no mechanics in the seed)"
     summary = ("a row gather from a replicated table -> each partition gathers from its row "
                "shard, out-of-shard rows masked (-0.0 / 0), then an all-reduce sum")
+    pipelines = {"neuron-closer": 17}
+    seed_says = ("\"partitions embedding/gather ops across the tensor-parallel degree\"; "
+                 "mechanics a GAP (MED)")
+    our_reading = ("a whole-row gather (`start_index_map={0}`, `slice_sizes={1, row}`) whose "
+                   "table and ids are the same on every device (constants, parameters declared "
+                   "replicated — `parameter_replication={true}`, or `sharding={replicated}` in an "
+                   "SPMD program — what they alone compute), P > 1 dividing the rows -> clamp "
+                   "ids, dynamic-slice the partition's shard, gather, select with `-0.0` / 0, "
+                   "all-reduce sum (`channel_id`, `{{0},..,{R-1}}`)")
+    known_unsafety = ("(one owner per row; `x + -0.0 == x`, so the sum is bit-exact in any order) "
+                      "a runtime whose sum starts from +0 turns a -0 element into +0; a gather "
+                      "under device-dependent control flow makes a rendezvous not every partition "
+                      "reaches")
 
     def topology(self, inst: HloInstruction) -> Topology:
         module = inst.parent.parent if inst.parent is not None else None

@@ -34,6 +34,12 @@ class PeelOptimizationBarriers(OpExpanderPass):
     seed_status = SeedStatus.INFERRED
     seed = SEED
     summary = "every opt-barrier -> its operand (XLA's OptimizationBarrierExpander, values only)"
+    pipelines = {"neuron-closer": 54}
+    seed_says = "\"peel optimization barriers\" (abstract)"
+    our_reading = ("every `opt-barrier` replaced by its operand (XLA's "
+                   "OptimizationBarrierExpander, without its control dependencies)")
+    known_unsafety = ("the reordering fence is gone (values unaffected, so the verifier cannot "
+                      "see it)")
 
     def matches(self, inst: HloInstruction) -> bool:
         return inst.opcode is Opcode.OPTIMIZATION_BARRIER

@@ -123,6 +123,19 @@ class ReplaceMinimumConstant(HloPass):
     seed = "hlo-misc-cleanup-sweep.txt §3.7 ReplaceMinimumConstant (and CORRECTION B32-4)"
     summary = ("a scalar constant(-inf) (or its broadcast) feeding minimum, clamp, "
                "dynamic-update-slice or a select fill -> the dtype's lowest finite value")
+    pipelines = {"neuron-closer": 52}
+    seed_says = ("the scalar -inf / lowest constant feeding a min / clamp / dynamic-update-slice "
+                 "mask fill -> `GetMinNonInfValue` (CreateConstant + ReplaceInstruction); the min "
+                 "op is not rewritten (CORRECTION B32-4)")
+    our_reading = ("a rank-0 float `constant(-inf)`, direct, under `broadcast(..., "
+                   "dimensions={})`, or a call / fusion parameter every call site binds to one; "
+                   "consumers `minimum`, `clamp`, `dynamic-update-slice`, `select` (branches); "
+                   "other users (a reduce's init) keep -inf; value = lowest finite "
+                   "(`-finfo.max`); integers and `finfo.min` unchanged; every computation, "
+                   "fusions included")
+    known_unsafety = ("a finite result (the contract is `INFINITY_TO_FINITE`) computed from the "
+                      "sentinel changes outside the contract (`1/(x - -inf)`: 0 vs a denormal); a "
+                      "fully masked softmax turns NaN into `1/n` (inside the contract)")
 
     def run_on_module(self, module: HloModule, context: PassContext) -> bool:
         callers = module.callers()

@@ -47,6 +47,7 @@ from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import ArrayShape, TupleShape
 from neuron_sim.passes.base import OpExpanderPass, SeedStatus, SourceBinding
 from neuron_sim.passes.context import PassContext
+from neuron_sim.passes.context_hazards import Reliance, relies_on
 from neuron_sim.passes.contracts import Refinement
 from neuron_sim.passes.neuron.inline_weights import with_parameters_inserted
 from neuron_sim.passes.neuron.pattern_helpers import rederive_entry_layout
@@ -147,6 +148,15 @@ class ReplaceRng(OpExpanderPass):
     options = (PassOption("seed", int, None,
                           "the MT19937 seed (std::mt19937(seed)); unset: a fresh seed from the "
                           "OS each run (the binary's random_device), with a warning"),)
+    pipelines = {"neuron-closer": 16}
+    hazard = relies_on(Reliance.PINNED_SEED)
+    seed_says = ("every `rng` -> a constant sampled by a `std::mt19937` seeded from "
+                 "`random_device` (a tuple rng: a tuple of constants); non-deterministic")
+    our_reading = ("MT19937 as `std::mt19937(seed)` (`seed` option; unset: a fresh OS seed and a "
+                   "warning); samples the rng's own distribution in its bounds, so only rngs with "
+                   "scalar-constant, finite, non-empty bounds are replaced")
+    known_unsafety = ("unseeded, two compiles differ; an rng in a loop now gives one value every "
+                      "iteration")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)

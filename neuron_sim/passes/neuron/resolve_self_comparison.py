@@ -69,6 +69,12 @@ class ResolveSelfComparison(OpExpanderPass):
     seed = "hlo-misc-cleanup-sweep.txt §1 #67, §2 (OpExpander; matcher @0x20028c0)"
     summary = ("compare(x, x) -> constant where decided for every value: integers always, "
                "IEEE floats only GT/LT, TOTALORDER always")
+    pipelines = {"neuron-closer": 67}
+    seed_says = "#67, an OpExpander canonicalizer (matcher @0x20028c0); name and kind only"
+    our_reading = ("`compare(x, x)` -> a pred constant where decided for every value (table "
+                   "`DECIDED`): integers and pred always (EQ/GE/LE true, NE/GT/LT false); IEEE "
+                   "floats only GT/LT (false); `type=TOTALORDER` always; complex never")
+    known_unsafety = "none known"
 
     def matches(self, inst: HloInstruction) -> bool:
         return self_comparison_value(inst) is not None

@@ -39,6 +39,7 @@ import logging
 from neuron_sim.hlo.ir import HloError, HloInstruction
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.passes.base import SeedStatus
+from neuron_sim.passes.context_hazards import Reliance, relies_on
 from neuron_sim.passes.neuron.pattern_helpers import (MATCHED, MatchResult, is_effective_scalar_constant,
                                                       is_partition_id_through_convert, reject,
                                                       start_index_operand)
@@ -107,6 +108,17 @@ class RewriteAllReduceDynamicSlice(ReduceScatterFold):
     seed = SEED
     summary = ("dynamic-slice(all-reduce(x), pid*s) with one replica group -> reduce-scatter(x); "
                "group order, mode and replica count unchecked")
+    hazard = relies_on(Reliance.FOLD_OFFSETS, Reliance.LOGICAL_GROUPS)
+    seed_says = ("dynamic-slice of an all-reduce, 1-D shard, exactly one replica group, "
+                 "`group_size * slice_size == full`, offset leaf partition-id (one convert "
+                 "peeled) checked against a scalar constant == `slice_size`; one reduce-scatter "
+                 "via the shared emitter")
+    our_reading = ("the garbled offset leaf read as `multiply(convert?(partition-id), constant == "
+                   "s)`, either operand order")
+    known_unsafety = ("does not check group **order** (`{{1,0,2,3}}`: partition 1 is at position "
+                      "0, receives block 0, but slices at offset 1*s); nor group **mode** "
+                      "(partition-id compared with ids that may be replica ids), nor replica "
+                      "count, nor that the group covers every partition")
 
     def explain(self, inst: HloInstruction) -> MatchResult:
         return explain_single_group(inst)

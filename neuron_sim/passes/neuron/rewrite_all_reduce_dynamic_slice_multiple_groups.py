@@ -46,6 +46,7 @@ from neuron_sim.hlo.literals import LiteralError
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import ArrayShape
 from neuron_sim.passes.base import SeedStatus
+from neuron_sim.passes.context_hazards import Reliance, relies_on
 from neuron_sim.passes.neuron.offset_pools import expected_pools
 from neuron_sim.passes.neuron.pattern_helpers import (MATCHED, MatchResult, is_effective_scalar_constant,
                                                       is_partition_id_through_convert, reject,
@@ -168,6 +169,19 @@ class RewriteAllReduceDynamicSliceMultipleGroups(ReduceScatterFold):
     seed = SEED
     summary = ("dynamic-slice(all-reduce(x), reshape(s*POOL[pid])) with equal groups -> "
                "reduce-scatter(x); POOL checked against 3 literals, not against the groups")
+    hazard = relies_on(Reliance.FOLD_OFFSETS, Reliance.LOGICAL_GROUPS)
+    seed_says = ("14-step VLOG-instrumented matcher: equal-width groups, offset "
+                 "`reshape(multiply(s, dynamic-slice(POOL, partition-id)))`, POOL equal to one of "
+                 "three `s32` ramp literals (identity, multiplied, repeated); same emitter")
+    our_reading = ("steps 9/10: constant may be either multiply operand, the other is the pool "
+                   "slice; steps 12/13: pool is the slice's operand 0, partition-id (one convert "
+                   "peeled) its operand 1; \"repeated\" = within-group ramp repeated G times; "
+                   "`{}` rejected at step 4")
+    known_unsafety = ("nothing relates POOL to the groups' members: strided groups "
+                      "`{{0,2,4,6},{1,3,5,7}}` with the repeated pool are rewritten (partition 2 "
+                      "is at position 1 but reads block 2); the identity pool is accepted for G > "
+                      "1 and the multiplied pool for s > 1 (offsets past the end, silently "
+                      "clamped by dynamic-slice); group mode and replica count unchecked")
 
     def explain(self, inst: HloInstruction) -> MatchResult:
         return explain_multiple_groups(inst)

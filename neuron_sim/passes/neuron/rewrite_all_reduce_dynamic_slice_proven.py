@@ -35,6 +35,7 @@ from neuron_sim.proofs.index.ar_ds_pairs import ArDsPair, find_ar_ds_pairs
 from neuron_sim.proofs.index.fold_proof import FoldProof, prove_pair
 from neuron_sim.passes.base import HloPass, SeedStatus
 from neuron_sim.passes.context import PassContext
+from neuron_sim.passes.context_hazards import Reliance, relies_on
 from neuron_sim.passes.neuron.reduce_scatter_emitter import describe_reduce_scatter
 
 SEED = ("allreduce-reducescatter-dynamicslice-rewrites.txt § Shared Emitter (the rewrite); "
@@ -50,6 +51,15 @@ class RewriteAllReduceDynamicSliceProven(HloPass):
     seed = SEED
     summary = ("dynamic-slice(all-reduce(x), offset) -> reduce-scatter(x) when z3 proves "
                "clamp(offset) == position * shard on every device (sees through fusions)")
+    hazard = relies_on(Reliance.LOGICAL_GROUPS)
+    seed_says = "(none: not in the seed)"
+    our_reading = ("folds an all-reduce + dynamic-slice into a reduce-scatter exactly when z3 "
+                   "proves `clamp(offset(d)) == position(d) * s` for every device of the "
+                   "topology; sees through fusions; the proof is `passes/analysis/fold_proof.py` "
+                   "(z3)")
+    known_unsafety = ("none known; keeps a channel_id only if the all-reduce had one (the seed's "
+                      "emitter always adds one, which turns a CrossReplica all-reduce into a "
+                      "CrossReplicaAndPartition reduce-scatter)")
 
     def __init__(self, *, topology: Topology | None = None) -> None:
         super().__init__(topology=topology)

@@ -91,6 +91,12 @@ class RewriteModuleDtype(HloPass):
                    "the element type to compute in: bf16, f32 or f64 (at least bf16's "
                    "precision and range)"),
     )
+    pipelines = {"neuron-closer": 20}
+    seed_says = "the name; the from/to pair \"not string-anchored\" (abstract, §4)"
+    our_reading = ("`from` (f32) values of the entry computed in `to` (bf16), interface kept; "
+                   "only value-movement ops (other families declined)")
+    known_unsafety = ("none within the family; arithmetic (the seed's pass presumably rewrites "
+                      "it) has no output bound and is not offered")
 
     def __init__(self, **options: object) -> None:
         super().__init__(**options)  # type: ignore[arg-type]

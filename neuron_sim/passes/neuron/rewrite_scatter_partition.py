@@ -602,6 +602,21 @@ class RewriteScatterPartition(OpExpanderPass):
     summary = ("psum of a zero buffer with each shard in its slot, or a while loop of "
                "collective-permutes writing each received shard into its slot -> "
                "all-gather (+ reshape); slots evaluated per device against group positions")
+    pipelines = {"neuron-closer": 93}
+    seed_says = ("OpExpander; `pattern_one` / `pattern_two` test opcodes only (all-gather, "
+                 "all-reduce, collective-permute, GTE, reshape, while) for a partition assembled "
+                 "by collectives around a loop; expand: `CreateAllGather` with recomputed groups "
+                 "+ `CreateReshape`")
+    our_reading = ("two exact patterns (section below): `reshape(all-reduce(add, block write of a "
+                   "zero buffer))` and `get-tuple-element(while)` of a collective-permute ring "
+                   "writing each shard into its slot (block writes maybe fused); slots, trip "
+                   "count and ring run on every device of the pass's topology; rewritten only "
+                   "when every device ends with its group's shards in position order -> "
+                   "`all-gather` (+ reshape)")
+    known_unsafety = ("zero-sign refinement for the psum form (a `-0` shard summed with zeros is "
+                      "`+0` in the source); the loop form is exact; groups are flattened ids of "
+                      "the pass's topology; the checks are ours (the seed tests opcodes only); "
+                      "physical groups are declined")
 
     def _pattern(self, inst: HloInstruction) -> _Gather | None:
         if inst.parent is None:

@@ -34,6 +34,7 @@ from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.replica_groups import ReplicaGroups
 from neuron_sim.topology import Topology, group_mode, participant_groups
 from neuron_sim.passes.base import OpExpanderPass, SeedStatus
+from neuron_sim.passes.context_hazards import Reliance, relies_on
 from neuron_sim.passes.neuron.delete_permute import (DELETED_OPCODES, all_reduce_violation,
                                           describe_deletion, identity_violation)
 
@@ -73,6 +74,13 @@ class StripTrivialCollectives(OpExpanderPass):
     seed = SEED
     summary = ("a collective that is the identity under the topology (every group a singleton, "
                "self-pairs) -> its operand; the guarded DeletePermute for every collective")
+    pipelines = {"neuron-closer": 59}
+    hazard = relies_on(Reliance.IDENTITY_COLLECTIVES, Reliance.LOGICAL_GROUPS,
+                       identity_rule=trivial_collective_violation)
+    seed_says = "\"strip trivial single-device collectives\" (abstract)"
+    our_reading = ("the guarded DeletePermute for every single-operand collective: stripped only "
+                   "where XLA's degenerate rules prove it the identity under the context topology")
+    known_unsafety = "none known; decided for the context's topology"
 
     def matches(self, inst: HloInstruction) -> bool:
         if inst.opcode not in DELETED_OPCODES and inst.opcode not in GROUPED_OPCODES:

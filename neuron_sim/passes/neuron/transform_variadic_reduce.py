@@ -87,6 +87,16 @@ class TransformVariadicReduce(OpExpanderPass):
     seed = SEED
     summary = ("JAX's argmax/argmin variadic reduce -> reduce-max/min + compare/select + "
                "reduce-min of the indices; value leaf a plain max (signed zeros)")
+    pipelines = {"neuron-closer": 66}
+    seed_says = ("a variadic (max, argmax) reduce -> `MakeReduceHlo(kMax)` + an iota / compare / "
+                 "select index chain with a `MaxValue` sentinel; tie-break a GAP")
+    our_reading = ("only the comparators `neuron_sim.hlo.arg_reducers` recognises (JAX's argmax / "
+                   "argmin: NaN wins, ties to the lower index); one reduced dim, iota indices, "
+                   "neutral inits; index = reduce-min of `select(v == max or v != v, index, "
+                   "MAX)`; also inside fusions")
+    known_unsafety = ("the value leaf is a plain reduce-max: where the max is a zero and both "
+                      "signs occur it is +0, the comparator keeps the last zero's sign (JAX's "
+                      "argmax uses only the index)")
 
     def candidates(self, module: HloModule) -> list[HloInstruction]:
         return [inst for comp in module.post_order_computations()

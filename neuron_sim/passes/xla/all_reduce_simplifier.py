@@ -41,6 +41,7 @@ from neuron_sim.hlo.shapes import ArrayShape, scalar
 from neuron_sim.topology import Topology, group_mode, participant_groups
 from neuron_sim.passes.base import HloPass, SeedStatus
 from neuron_sim.passes.context import PassContext
+from neuron_sim.passes.context_hazards import Reliance, relies_on
 from neuron_sim.passes.options import PassOption, boolean
 from neuron_sim.passes.xla.hlo_replication_analysis import HloReplicationAnalysis
 
@@ -75,6 +76,17 @@ class AllReduceSimplifier(HloPass):
         "use_spmd_partitioning", boolean, False,
         "the module is SPMD-partitioned (XLA's HloModuleConfig::use_spmd_partitioning): only "
         "then is an all-reduce with a channel_id and groups of one removed"),)
+    hazard = relies_on(Reliance.LOGICAL_GROUPS)
+    seed_says = ("XLA's AllReduceSimplifier: same-shape all-gather / reduce-scatter (also "
+                 "async-wrapped) -> operand; an array all-reduce whose participant groups all "
+                 "have size n: n == 1 -> operand; operand replicated across replicas "
+                 "(HloReplicationAnalysis, cross-replica) and a one-instruction reduction: add -> "
+                 "`x * broadcast(convert(s32 n))`, min / max / and / or -> x; a channel "
+                 "all-reduce only with n == 1 and `use_spmd_partitioning`")
+    our_reading = ("the replication analysis is the part the simplifier needs (conservative on "
+                   "while / conditional, where XLA iterates)")
+    known_unsafety = ("the add fold is `x * n` for n equal copies: for floats not always "
+                      "bit-equal to their sum")
 
     def run_on_module(self, module: HloModule, context: PassContext) -> bool:
         topology = context.topology_for(module)

@@ -70,6 +70,12 @@ class DeadCodeElimination(HloPass):
     seed = ("XLA's HloDCE; the seed (allreduce-reducescatter-dynamicslice-rewrites.txt § Shared "
             "Emitter) says the dead all-reduce and offset sub-tree are DCE'd")
     summary = "remove unused instructions (not parameters, roots, side effects) and computations"
+    seed_says = ("\"the all-reduce and the partition-id offset sub-tree go dead → DCE'd\" (XLA's "
+                 "HloDCE)")
+    our_reading = ("removes unused instructions except parameters, roots and side effects, then "
+                   "computations no longer called")
+    known_unsafety = ("side effects are our conservative list (below), not XLA's full "
+                      "`HasSideEffect`")
 
     def run_on_module(self, module: HloModule, context: PassContext) -> bool:
         keep_channel = self.option("keep_channel_collectives")

@@ -43,6 +43,7 @@ from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import ArrayShape
 from neuron_sim.passes.base import HloPass, SeedStatus
 from neuron_sim.passes.context import PassContext
+from neuron_sim.passes.context_hazards import Reliance, relies_on
 from neuron_sim.passes.neuron.reduce_scatter_emitter import describe_reduce_scatter
 from neuron_sim.passes.xla.collective_opt_utils import ReduceScatterSpec, match_reduce_scatter
 
@@ -60,6 +61,18 @@ class ReduceScatterCreator(HloPass):
     seed = SEED
     summary = ("XLA's ReduceScatterCreator: dynamic-slice(all-reduce(x)) -> reduce-scatter(x) "
                "where MatchReduceScatter evaluates the offset right on every id of every group")
+    hazard = relies_on(Reliance.LOGICAL_GROUPS)
+    seed_says = ("XLA's GPU ReduceScatterCreator over `MatchReduceScatter` "
+                 "(`collective_opt_utils.cc`): the all-reduce's only user a dynamic-slice (one "
+                 "reshape allowed, no bitcast, one split dim); uniform groups; the offset "
+                 "(`constant * id`, table lookups, iota, clamps, `id * s - table[id]`) evaluated "
+                 "on every id of every group must be `position * shard`; a split extent the group "
+                 "does not divide is sliced first")
+    our_reading = ("XLA's rules as written; where XLA would crash (multiplier 0, non-constant "
+                   "clamp bounds, a table read past its end, a second cut dimension with a "
+                   "constant-0 offset) ours declines")
+    known_unsafety = ("none known; like XLA it does not model dynamic-slice's clamp, so it "
+                      "declines offsets right only after clamping")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
