@@ -438,3 +438,77 @@ ENTRY e {
     judged = {(s.computation, s.instruction): s.unsafe for s in report.sites}
     assert judged == {("on_true", "real"): True, ("on_false", "same"): False}
     assert report.unsafe[0].witness.startswith("device ")
+
+
+# --- the hazards are what the pass classes declare --------------------------------------------
+
+# The passes check-schedule judges, as docs/passes.md's "known unsafety" column and the rules of
+# verify/schedule/hazards.py name them: the two deletions and the stripper (identity
+# collectives), the two seed folds (their offsets), the proven fold and XLA's two collective
+# passes (logical groups), ReplaceRng (a pinned seed), DeviceAssignmentLegalization (one run).
+CONTEXT_DEPENDENT = sorted([
+    "aws_neuron_delete_permute", "delete_permute_guarded", "aws_neuron_strip_trivial_collectives",
+    "aws_neuron_rewrite_all_reduce_dynamic_slice",
+    "aws_neuron_rewrite_all_reduce_dynamic_slice_multiple_groups",
+    "rewrite_all_reduce_dynamic_slice_proven", "xla_reduce_scatter_creator",
+    "xla_all_reduce_simplifier", "aws_neuron_replace_rng",
+    "aws_neuron_device_assignment_legalization"])
+
+ONE_REAL_ALL_REDUCE = """HloModule m, num_partitions=4
+add { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT c = f32[] add(a, b) }
+ENTRY e {
+  x = f32[4] parameter(0)
+  ROOT real = f32[4] all-reduce(x), channel_id=1, replica_groups={{0}}, to_apply=add
+}
+"""
+
+
+def test_the_judged_passes_are_those_whose_classes_declare_a_hazard():
+    from neuron_sim.verify.schedule.hazards import context_dependent_keys, hazard_of
+    from neuron_sim.passes.registry import BUILTIN_PASSES
+
+    assert context_dependent_keys() == CONTEXT_DEPENDENT
+    hazards = {cls.name: hazard_of(cls()) for cls in BUILTIN_PASSES}
+    assert sorted(key for key, hazard in hazards.items() if hazard is not None) == \
+        CONTEXT_DEPENDENT
+    # Only the rng's hazard cannot be shown by the differential verifier (two runs show it).
+    assert [key for key in CONTEXT_DEPENDENT if not hazards[key].confirmable] == [
+        "aws_neuron_replace_rng"]
+
+
+def test_a_hazard_follows_the_pass_class_not_its_registry_key():
+    """A DeletePermute under another key is judged as DeletePermute (the 4-participant
+    all-reduce on 1x4 is no identity); a context-free pass that carries DeletePermute's key is
+    not judged at all."""
+    from neuron_sim.passes.base import HloPass
+    from neuron_sim.passes.neuron.delete_permute import DeletePermute
+
+    class Renamed(DeletePermute):
+        name = "renamed_delete_permute"
+
+    class Impostor(HloPass):
+        name = "aws_neuron_delete_permute"
+
+        def run_on_module(self, module, context):
+            return False
+
+    module = parse_module(ONE_REAL_ALL_REDUCE)
+    report = check_schedule(module, [Renamed()], Topology(1, 4), confirm=False)
+    assert [(s.pass_key, s.instruction, s.unsafe) for s in report.sites] == [
+        ("renamed_delete_permute", "real", True)]
+    assert report.context_dependent == ["renamed_delete_permute"]
+    report = check_schedule(module, [Impostor()], Topology(1, 4), confirm=False)
+    assert report.sites == [] and report.context_dependent == []
+
+
+def test_a_declaration_no_rule_judges_is_an_error_naming_the_pass():
+    from neuron_sim.passes.base import HloPass
+    from neuron_sim.passes.context_hazards import Reliance, relies_on
+    from neuron_sim.verify.schedule.hazards import hazard_of
+
+    class Both(HloPass):
+        name = "both_rules"
+        hazard = relies_on(Reliance.FOLD_OFFSETS, Reliance.PINNED_SEED)
+
+    with pytest.raises(ValueError, match="pass both_rules: a pass relies on at most one of"):
+        hazard_of(Both())

@@ -23,7 +23,7 @@ from neuron_sim.passes.base import HloPass, resolve_pass_options
 from neuron_sim.passes.options import parse_pass_option_args
 from neuron_sim.passes.named_pipelines import PIPELINES, named_pipeline
 from neuron_sim.passes.registry import get_pass, parse_pass_list
-from neuron_sim.verify.schedule.hazards import HAZARDS, Site
+from neuron_sim.verify.schedule.hazards import Site, context_dependent_keys
 from neuron_sim.verify.schedule.runner import (CONFIRM_TRIALS, ScheduleReport, check_schedule,
                                    require_fit, suggest_positions)
 
@@ -55,7 +55,7 @@ def summary_line(reports: list[ScheduleReport]) -> str:
     unsafe = sum(len(r.unsafe) for r in reports)
     safe = sum(r.safe for r in reports)
     where = ", ".join(str(r.topology) for r in reports)
-    judged = list(dict.fromkeys(key for r in reports for key in r.pipeline if key in HAZARDS))
+    judged = list(dict.fromkeys(key for r in reports for key in r.context_dependent))
     passes = (f"; context-dependent: {', '.join(judged)}" if judged
               else "; no context-dependent pass in the pipeline")
     return f"{unsafe} unsafe site(s), {safe} safe, on {where}{passes}"
@@ -117,7 +117,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="find where a pipeline runs a context-dependent pass where it is unsafe",
         description="Run --pipeline on MODULE.hlo pass by pass and, before every pass whose "
                     "soundness depends on context it does not check ("
-                    + ", ".join(sorted(HAZARDS)) + "), judge each instruction it would "
+                    + ", ".join(context_dependent_keys()) + "), judge each instruction it would "
                     "rewrite on the topology, then confirm each unsafe one with the "
                     "differential verifier. Exit code 1 if anything is unsafe, 0 if not, 2 bad "
                     "usage or input.")

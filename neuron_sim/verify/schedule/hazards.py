@@ -1,22 +1,29 @@
-"""Passes whose soundness depends on context they do not check, and the rule that decides, per
+"""Passes whose soundness depends on context they do not check, and the rules that decide, per
 instruction the pass would rewrite, whether the rewrite is safe on a topology.
 
-A rule is data: ``HAZARDS`` maps a registry key to a ``Hazard`` (what context the pass relies on
-and a ``judge`` that lists the pass's sites on a module). A pass without an entry is taken to be
-context-free (its own contract holds everywhere, which the verifier checks separately).
+A pass declares what it relies on (``HloPass.hazard``, a ``neuron_sim.passes.context_hazards``
+declaration: one or more ``Reliance`` values); ``hazard_of`` turns the declaration of a pass's
+class into a ``Hazard`` whose ``judge`` lists the pass's sites on a module. A pass that declares
+nothing is taken to be context-free (its own contract holds everywhere, which the verifier checks
+separately). The rule of each reliance:
 
-* DeletePermute (``aws_neuron_delete_permute``) deletes every all-reduce and collective-permute;
-  the seed says it is correct only where they are the identity. Each one is judged with XLA's
-  degenerate rules (SEMANTICS.md §2; ``neuron_sim.passes.neuron.delete_permute.identity_violation``). The
-  guarded variants are judged by the same rule, which cross-checks their guards.
-* The all-reduce + dynamic-slice folds read the offset computation and the groups under the
-  topology: each pair a fold would rewrite is judged by the z3 fold proof on the topology.
-* ReplaceRng without a pinned ``seed`` plants constants drawn from ``std::random_device``: two
-  compiles of one module differ. Every rng is a site, unsafe unless the seed is pinned.
-* DeviceAssignmentLegalization must run once: a collective whose groups are already physical
-  is legalized a second time. After it, a pass that reads groups as logical ids (the folds,
-  the guarded deletions, XLA's simplifiers) misreads them — unless the assignment is the
-  identity, where physical and logical ids coincide.
+* IDENTITY_COLLECTIVES — DeletePermute (``aws_neuron_delete_permute``) deletes every all-reduce
+  and collective-permute; the seed says it is correct only where they are the identity. Each one
+  is judged with XLA's degenerate rules (docs/semantics.md §2) by the pass's declared
+  ``identity_rule`` (``neuron_sim.passes.neuron.delete_permute.identity_violation``). The guarded
+  variants are judged by the same rule, which cross-checks their guards.
+* FOLD_OFFSETS — the all-reduce + dynamic-slice folds read the offset computation and the groups
+  under the topology: each pair a fold would rewrite is judged by the z3 fold proof on the
+  topology.
+* PINNED_SEED — ReplaceRng without a pinned ``seed`` plants constants drawn from
+  ``std::random_device``: two compiles of one module differ. Every rng is a site, unsafe unless
+  the seed is pinned; the differential verifier cannot show it (two runs can).
+* SINGLE_RUN — DeviceAssignmentLegalization must run once: a collective whose groups are already
+  physical is legalized a second time.
+* LOGICAL_GROUPS — after DeviceAssignmentLegalization, a pass that reads groups as logical ids
+  (the folds, the guarded deletions, XLA's simplifiers) misreads them — unless the assignment is
+  the identity, where physical and logical ids coincide. It adds to the rule of the pass's other
+  reliance, if any.
 """
 
 from __future__ import annotations
@@ -36,8 +43,8 @@ from neuron_sim.topology import Topology
 from neuron_sim.proofs.index.ar_ds_pairs import pair_of
 from neuron_sim.proofs.index.fold_proof import prove_pair
 from neuron_sim.passes.base import HloPass, OpExpanderPass
-from neuron_sim.passes.neuron.delete_permute import identity_violation
-from neuron_sim.passes.neuron.strip_trivial_collectives import trivial_collective_violation
+from neuron_sim.passes.context_hazards import ContextHazard, IdentityRule, Reliance
+from neuron_sim.passes.registry import BUILTIN_PASSES
 
 
 class Verdict(str, enum.Enum):
@@ -96,7 +103,7 @@ def matched_instructions(hlo_pass: HloPass, module: HloModule) -> list[HloInstru
     return hlo_pass.candidates(module)
 
 
-def _degenerate(violation: Callable[[HloInstruction, Topology], str | None]) -> Judge:
+def _degenerate(violation: IdentityRule) -> Judge:
     """Judge every instruction the pass deletes by ``violation`` (None: the identity); a
     legalized collective by its physical groups."""
 
@@ -234,29 +241,44 @@ def _logical_reader(inner: Judge | None) -> Judge:
     return judge
 
 
-DEGENERATE = "every deleted collective is the identity on the topology (XLA's degenerate rules)"
-FOLD = "the offset computation selects each device's reduce-scatter block on the topology"
-LOGICAL = "replica groups are logical ids (not yet legalized to physical device ids)"
+def _primary_judge(hazard: ContextHazard) -> Judge | None:
+    """The rule of the reliance other than LOGICAL_GROUPS (at most one), or None."""
+    primary = [r for r in Reliance if hazard.relies(r) and r is not Reliance.LOGICAL_GROUPS]
+    if len(primary) > 1:
+        raise ValueError("a pass relies on at most one of "
+                         + ", ".join(r.name for r in primary) + " (besides LOGICAL_GROUPS)")
+    if not primary:
+        return None
+    if primary[0] is Reliance.IDENTITY_COLLECTIVES:
+        assert hazard.identity_rule is not None  # ContextHazard insists on it
+        return _degenerate(hazard.identity_rule)
+    return {Reliance.FOLD_OFFSETS: _fold, Reliance.PINNED_SEED: _unpinned_rng,
+            Reliance.SINGLE_RUN: _legalization}[primary[0]]
 
-HAZARDS: dict[str, Hazard] = {
-    "aws_neuron_delete_permute": Hazard(DEGENERATE, _degenerate(identity_violation)),
-    "delete_permute_guarded": Hazard(DEGENERATE, _logical_reader(
-        _degenerate(identity_violation))),
-    "aws_neuron_strip_trivial_collectives": Hazard(DEGENERATE, _logical_reader(
-        _degenerate(trivial_collective_violation))),
-    "aws_neuron_rewrite_all_reduce_dynamic_slice": Hazard(FOLD, _logical_reader(_fold)),
-    "aws_neuron_rewrite_all_reduce_dynamic_slice_multiple_groups":
-        Hazard(FOLD, _logical_reader(_fold)),
-    "rewrite_all_reduce_dynamic_slice_proven": Hazard(LOGICAL, _logical_reader(None)),
-    "xla_reduce_scatter_creator": Hazard(LOGICAL, _logical_reader(None)),
-    "xla_all_reduce_simplifier": Hazard(LOGICAL, _logical_reader(None)),
-    "aws_neuron_replace_rng": Hazard("a pinned seed (deterministic compiles)", _unpinned_rng,
-                                     confirmable=False),
-    "aws_neuron_device_assignment_legalization": Hazard(
-        "it runs once, on logical groups", _legalization),
-}
+
+def hazard_from(declared: ContextHazard) -> Hazard:
+    """The Hazard that judges a pass declaring ``declared``: its reliance's rule, wrapped by
+    the logical-reader rule when it relies on LOGICAL_GROUPS."""
+    judge = _primary_judge(declared)
+    if declared.relies(Reliance.LOGICAL_GROUPS):
+        judge = _logical_reader(judge)
+    assert judge is not None  # a declaration relies on something
+    return Hazard(declared.describe(), judge,
+                  confirmable=not declared.relies(Reliance.PINNED_SEED))
 
 
 def hazard_of(hlo_pass: HloPass) -> Hazard | None:
-    """The hazard of a pass (by registry key), or None for a context-free pass."""
-    return HAZARDS.get(hlo_pass.name)
+    """The hazard its class declares for ``hlo_pass``, or None for a context-free pass. Raises
+    ValueError naming the pass for a declaration no rule judges."""
+    declared = type(hlo_pass).hazard
+    if declared is None:
+        return None
+    try:
+        return hazard_from(declared)
+    except ValueError as exc:
+        raise ValueError(f"pass {hlo_pass.label}: {exc}") from exc
+
+
+def context_dependent_keys() -> list[str]:
+    """The registry keys of the built-in passes that declare a hazard, sorted."""
+    return sorted(cls.name for cls in BUILTIN_PASSES if cls.hazard is not None)

@@ -1,14 +1,14 @@
 """Run a pipeline pass by pass and judge every context-dependent rewrite on its way.
 
 ``check_schedule(module, passes, topology)`` hands each pass the module as the pipeline would
-(each pass with its ``PassContext``), and before a pass with a hazard (``hazards.HAZARDS``) it
-lists the instructions the pass would rewrite and judges each statically. Every unsafe site is
-then confirmed dynamically: the differential verifier compares the module as the pipeline hands
-it to the pass with the same module after rewriting *that one site* (an OpExpander pass
-restricted to the instruction; other passes run whole), on the topology, and reports the witness
-device and values. A site the rules call unsafe whose rewrite changes no output on any input
-tried (a value-identity: a max over equal values) keeps its verdict with a note — the rules
-decide, the witness illustrates.
+(each pass with its ``PassContext``), and before a pass with a hazard (the one its class
+declares, ``hazards.hazard_of``) it lists the instructions the pass would rewrite and judges each
+statically. Every unsafe site is then confirmed dynamically: the differential verifier compares
+the module as the pipeline hands it to the pass with the same module after rewriting *that one
+site* (an OpExpander pass restricted to the instruction; other passes run whole), on the
+topology, and reports the witness device and values. A site the rules call unsafe whose rewrite
+changes no output on any input tried (a value-identity: a max over equal values) keeps its
+verdict with a note — the rules decide, the witness illustrates.
 
 ``suggest_positions`` answers where in the pipeline a pass (DeletePermute) could run with every
 site safe.
@@ -36,11 +36,13 @@ CONFIRM_TRIALS = 4
 
 @dataclass
 class ScheduleReport:
-    """Every judged site of one pipeline on one topology, in pipeline order."""
+    """Every judged site of one pipeline on one topology, in pipeline order, and the keys of the
+    passes judged (those that declare a hazard), in pipeline order."""
 
     topology: Topology
     pipeline: list[str]
     sites: list[Site] = field(default_factory=list)
+    context_dependent: list[str] = field(default_factory=list)
 
     @property
     def unsafe(self) -> list[Site]:
@@ -72,6 +74,7 @@ def check_schedule(module: HloModule, passes: Sequence[HloPass], topology: Topol
     for position, hlo_pass in enumerate(passes):
         hazard = hazard_of(hlo_pass)
         if hazard is not None:
+            report.context_dependent.append(hlo_pass.name)
             hlo_pass.bind(context)
             sites = hazard.judge(hlo_pass, state, topology)
             for site in sites:
