@@ -32,7 +32,7 @@ from neuron_sim.commands import (EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, add_command,
 from neuron_sim.errors import UserError
 from neuron_sim.hlo import HloModule, HloParseError, Opcode, parse_module_file
 from neuron_sim.hlo.checker import HloCheckError, check_module, smallest_topology
-from neuron_sim.physical_groups import participant_groups_of
+from neuron_sim.physical_groups import flattened_replica_groups
 from neuron_sim.topology import Topology, group_mode
 
 _HLO_SUFFIXES = (".hlo",)
@@ -67,7 +67,7 @@ def describe_collectives(module: HloModule, topology: Topology) -> list[dict]:
                 record["participant_groups"] = None  # not listed: see MAX_LISTED_DEVICES
             else:
                 try:
-                    groups = participant_groups_of(inst, mode, topology)
+                    groups = flattened_replica_groups(inst, mode, topology)
                 except UserError as exc:
                     raise HloCheckError(f"its replica groups name no participants on "
                                         f"topology {topology}: {exc}",

@@ -95,8 +95,8 @@ def flattened_pairs_of_physical(pairs: tuple[tuple[int, int], ...], topology: To
     return tuple((int(s), int(t)) for s, t in flat)
 
 
-def participant_groups_of(inst: Any, mode: GroupMode, topology: Topology) -> IntGroups:
-    """The participant groups (flattened ids) of a collective with replica groups: physical
+def flattened_replica_groups(inst: Any, mode: GroupMode, topology: Topology) -> IntGroups:
+    """An instruction's ``replica_groups`` as participant groups of flattened ids: physical
     ones through the inverse assignment, logical ones by ``mode``'s rules (absent = ``{}``)."""
     groups = inst.attrs.get("replica_groups") or ReplicaGroups()
     if groups_are_physical(inst):

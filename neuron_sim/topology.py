@@ -29,7 +29,9 @@ from neuron_sim.hlo.replica_groups import (
     format_int_lists,
     parse_int_lists,
 )
-
+from neuron_sim.hlo.opcodes import Opcode
+from neuron_sim.semantics.collectives.descriptor import GroupModeRow
+from neuron_sim.semantics.collectives.kinds import descriptor_of
 
 
 class TopologyError(UserError):
@@ -57,31 +59,18 @@ class GroupMode(enum.Enum):
         return self.value
 
 
-# Ops that have the use_global_device_ids attribute, and ops that do not.
-_GLOBAL_ID_OPCODES = frozenset(
-    {"all-reduce", "all-reduce-start", "all-gather", "all-gather-start", "reduce-scatter"}
-)
-_CHANNEL_ONLY_OPCODES = frozenset(
-    {
-        "all-to-all",
-        "ragged-all-to-all",
-        "collective-permute",
-        "collective-permute-start",
-        "collective-broadcast",
-    }
-)
-
-
 def group_mode(
     opcode: str, has_channel_id: bool, use_global_device_ids: bool = False
 ) -> GroupMode:
     """The group mode XLA derives from the opcode, channel_id presence and use_global_device_ids.
 
-    ``opcode`` is the HLO text spelling (anything whose ``str`` is the spelling works).
+    ``opcode`` is the HLO text spelling (anything whose ``str`` is the spelling works); its row
+    of the table in docs/semantics.md §2 is its collective descriptor's ``group_mode_row``.
     Raises ValueError for an opcode that is not a collective and for combinations XLA rejects.
     """
     name = str(opcode)
-    if name in _GLOBAL_ID_OPCODES:
+    row = _group_mode_row(name)
+    if row is GroupModeRow.GLOBAL_DEVICE_IDS:
         if use_global_device_ids:
             if not has_channel_id:
                 raise TopologyError(
@@ -89,11 +78,24 @@ def group_mode(
                 )
             return GroupMode.FLATTENED_ID
         return GroupMode.CROSS_REPLICA_AND_PARTITION if has_channel_id else GroupMode.CROSS_REPLICA
-    if name in _CHANNEL_ONLY_OPCODES:
+    if row is GroupModeRow.CHANNEL_ONLY:
         if use_global_device_ids:
             raise TopologyError(f"{name} has no use_global_device_ids attribute")
         return GroupMode.CROSS_PARTITION if has_channel_id else GroupMode.CROSS_REPLICA
     raise TopologyError(f"{name!r} is not a collective, so it has no group mode")
+
+
+def _group_mode_row(spelling: str) -> GroupModeRow | None:
+    """The group-mode row of the collective opcode spelled ``spelling`` (its sync op or async
+    start); None for anything else."""
+    try:
+        opcode = Opcode.from_spelling(spelling)
+    except KeyError:
+        return None
+    descriptor = descriptor_of(opcode)
+    if descriptor is None or opcode not in descriptor.opcodes:
+        return None
+    return descriptor.group_mode_row
 
 
 # --------------------------------------------------------------------------------------------

@@ -9,17 +9,19 @@ the participant groups of the whole topology, dimension, permute pairs and reduc
 The transport returns the outputs stacked over ``call.active``.
 
 - ``neuron_sim.interpreter.backends.local.LocalTransport`` holds every device in one process.
-- ``neuron_sim.interpreter.backends.mpi.transport.MpiTransport`` exchanges rows between the ranks hosting
-  them, then applies the same functions of ``neuron_sim.interpreter.collectives``, so results are
-  bit-identical.
+- ``neuron_sim.interpreter.backends.mpi.transport.MpiTransport`` exchanges rows between the ranks
+  hosting them, then applies the same data functions, so results are bit-identical.
+
+What a kind computes, and every other per-kind fact a transport needs, is its descriptor
+(``neuron_sim.semantics.collectives``): ``call.descriptor``; ``apply_collective`` runs its data
+function.
 
 A transport whose ``uses_fingerprints`` is False is handed ``None`` instead of a fingerprint
 (building one costs a little on every collective).
 
-The functions below read a collective instruction once, the same way for every backend: its
-kind, its participant groups (the devices that must all arrive), its flattened
-collective-permute pairs, its fingerprint, and the groups of every collective of a module (MPI's
-native mode creates its sub-communicators from them before anything runs).
+The functions below read a collective instruction the same way for every backend: its kind,
+its fingerprint, and the rendezvous groups of every collective of a module (MPI's native mode
+creates its sub-communicators from them before anything runs).
 """
 
 from __future__ import annotations
@@ -29,37 +31,38 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-from neuron_sim.interpreter import collectives
-from neuron_sim.interpreter.errors import describe
 from neuron_sim.hlo import HloInstruction, HloModule, Opcode
-from neuron_sim.hlo.opcodes import COLLECTIVE_OPCODES, SYNC_OF_ASYNC_START
 from neuron_sim.hlo.replica_groups import ReplicaGroups
-from neuron_sim.physical_groups import flattened_pairs_of_physical, groups_are_physical
-from neuron_sim.physical_groups import participant_groups_of as participant_groups_of_collective
-from neuron_sim.topology import GroupMode, Topology, group_mode, permute_pairs_flattened
+from neuron_sim.interpreter.errors import describe
+from neuron_sim.semantics.collectives.descriptor import (CollectiveArgs, CollectiveDescriptor,
+                                                         GroupReading)
+from neuron_sim.semantics.collectives.groups import instruction_group_mode, rendezvous_groups
+from neuron_sim.semantics.collectives.kinds import DESCRIPTORS, descriptor_of
+from neuron_sim.topology import Topology
 
 __all__ = ["COLLECTIVE_KINDS", "CollectiveCall", "Fingerprint", "Transport", "apply_collective",
-           "collective_groups", "collective_kind", "fingerprint_of", "flattened_pairs",
-           "participant_groups_of"]
+           "collective_groups", "collective_kind", "fingerprint_of"]
 
-# The collective opcodes a transport runs, each keyed to the kind its call carries.
+# The collective opcodes a transport runs (those whose kind has a data function), each keyed
+# to the kind its call carries: the synchronous opcode.
 COLLECTIVE_KINDS: dict[Opcode, Opcode] = {
-    opcode: SYNC_OF_ASYNC_START.get(opcode, opcode)
-    for opcode in COLLECTIVE_OPCODES if opcode is not Opcode.RAGGED_ALL_TO_ALL}
+    opcode: descriptor.sync
+    for descriptor in DESCRIPTORS if descriptor.executable for opcode in descriptor.opcodes}
 
 
 @dataclass
 class CollectiveCall:
     """One collective as the transport sees it, on the devices of this process that reached it.
 
-    ``kind`` is one of the values of ``COLLECTIVE_KINDS``. ``operands[i]`` is stacked over
-    ``active`` (row k is the value on flattened device ``active[k]``). ``groups`` are the ordered
-    participant groups (flattened ids) of the whole topology; for collective-permute they are
-    the groups whose members must all arrive, and ``pairs`` are the flattened (source, target)
-    pairs. ``dim`` is the split / concatenation dimension; an all-to-all without one is the
-    tuple form (``is_tuple_all_to_all``). ``combine`` is the elementwise reduction
-    (``combine_many`` semantics when ``variadic``); ``reduction`` is its opcode when the
-    computation is a single binary op of its two parameters.
+    ``kind`` is one of the values of ``COLLECTIVE_KINDS``; ``descriptor`` is its descriptor.
+    ``operands[i]`` is stacked over ``active`` (row k is the value on flattened device
+    ``active[k]``). ``groups`` are the ordered participant groups (flattened ids) of the whole
+    topology; for a kind read by source-target pairs they are the groups whose members must
+    all arrive, and ``pairs`` are the flattened (source, target) pairs. ``dim`` is the split /
+    concatenation dimension; an all-to-all without one is the tuple form
+    (``is_tuple_all_to_all``). ``combine`` is the elementwise reduction (``combine_many``
+    semantics when ``variadic``); ``reduction`` is its opcode when the computation is a single
+    binary op of its two parameters.
     """
 
     kind: Opcode
@@ -84,14 +87,31 @@ class CollectiveCall:
                     f"{len(self.active)} devices arrived")
 
     @property
+    def descriptor(self) -> CollectiveDescriptor:
+        """The descriptor of the kind: everything the transport may ask about it."""
+        return descriptor_of(self.kind)
+
+    @property
     def is_reduction(self) -> bool:
-        """All-reduce or reduce-scatter: the calls that fold their group with ``combine``."""
-        return self.kind in (Opcode.ALL_REDUCE, Opcode.REDUCE_SCATTER)
+        """The calls that fold their group with ``combine`` (all-reduce, reduce-scatter)."""
+        return self.descriptor.reduces
 
     @property
     def is_tuple_all_to_all(self) -> bool:
         """The tuple form of all-to-all: operand i of every member goes to member i."""
-        return self.kind is Opcode.ALL_TO_ALL and self.dim is None
+        return self.descriptor.tuple_form and self.dim is None
+
+    @property
+    def args(self) -> CollectiveArgs:
+        """The call's arguments for the data function, groups and pairs in flattened ids."""
+        return self.args_in(self.groups, self.pairs)
+
+    def args_in(self, groups: Sequence[Sequence[int]],
+                pairs: Sequence[tuple[int, int]] = ()) -> CollectiveArgs:
+        """The call's arguments for the data function with ``groups`` and ``pairs`` renumbered
+        (row indices of the stacks a backend hands it)."""
+        return CollectiveArgs(groups=groups, pairs=pairs, dim=self.dim, combine=self.combine,
+                              variadic=self.variadic)
 
     def touching_groups(self, devices: Sequence[int]) -> list[tuple[int, ...]]:
         """The groups that contain one of ``devices``, in group order."""
@@ -130,27 +150,13 @@ class Transport(Protocol):
 def apply_collective(call: CollectiveCall, stacks: Sequence[np.ndarray],
                      groups: Sequence[Sequence[int]],
                      pairs: Sequence[tuple[int, int]] = ()) -> list[np.ndarray]:
-    """The shared semantics of ``call`` on ``stacks`` (one per operand).
+    """The shared semantics of ``call`` on ``stacks`` (one per operand): its kind's data
+    function.
 
     ``groups`` and ``pairs`` are in row indices of the stacks. Every backend computes its
     outputs here, so all of them agree bit for bit.
     """
-    kind = call.kind
-    if kind is Opcode.COLLECTIVE_PERMUTE:
-        return [collectives.collective_permute(x, pairs) for x in stacks]
-    if kind is Opcode.COLLECTIVE_BROADCAST:
-        return [collectives.collective_broadcast(x, groups) for x in stacks]
-    if kind is Opcode.ALL_REDUCE:
-        if call.variadic:
-            return list(collectives.all_reduce_variadic(stacks, groups, call.combine))
-        return [collectives.all_reduce(x, groups, call.combine) for x in stacks]
-    if kind is Opcode.REDUCE_SCATTER:
-        return [collectives.reduce_scatter(x, groups, call.dim, call.combine) for x in stacks]
-    if kind is Opcode.ALL_GATHER:
-        return [collectives.all_gather(x, groups, call.dim) for x in stacks]
-    if call.is_tuple_all_to_all:
-        return list(collectives.all_to_all_tuple(stacks, groups))
-    return [collectives.all_to_all(x, groups, call.dim) for x in stacks]
+    return call.descriptor.results(stacks, call.args_in(groups, pairs))
 
 
 def collective_kind(instr: HloInstruction) -> Opcode:
@@ -160,50 +166,6 @@ def collective_kind(instr: HloInstruction) -> Opcode:
     except KeyError:
         raise ValueError(f"{instr.opcode.spelling} is not a collective a transport runs "
                          f"(while executing {describe(instr)})") from None
-
-
-def _mode(instr: HloInstruction) -> GroupMode:
-    return group_mode(instr.opcode.spelling, instr.channel_id is not None,
-                      instr.use_global_device_ids)
-
-
-def participant_groups_of(instr: HloInstruction, topology: Topology) -> tuple[tuple[int, ...], ...]:
-    """The groups of flattened ids whose members must all reach ``instr`` together.
-
-    For collective-permute: the connected components of its pairs (a device in no pair takes
-    no part and receives zeros wherever it is).
-    """
-    if collective_kind(instr) is Opcode.COLLECTIVE_PERMUTE:
-        return _components(flattened_pairs(instr, topology))
-    return participant_groups_of_collective(instr, _mode(instr), topology)
-
-
-def flattened_pairs(instr: HloInstruction, topology: Topology) -> tuple[tuple[int, int], ...]:
-    """A collective-permute's (source, target) pairs as flattened device ids (none when the
-    attribute is absent: every device receives zeros). Physical pairs (``neuron.groups=
-    "physical"``) are mapped through the inverse device assignment."""
-    if groups_are_physical(instr):
-        pairs = instr.get("source_target_pairs")
-        return flattened_pairs_of_physical(pairs.pairs if pairs is not None else (), topology)
-    return permute_pairs_flattened(_mode(instr), instr.get("source_target_pairs"), topology)
-
-
-def _components(pairs: Sequence[tuple[int, int]]) -> tuple[tuple[int, ...], ...]:
-    parent: dict[int, int] = {}
-
-    def root(d: int) -> int:
-        parent.setdefault(d, d)
-        while parent[d] != d:
-            parent[d] = parent[parent[d]]
-            d = parent[d]
-        return d
-
-    for source, target in pairs:
-        parent[root(source)] = root(target)
-    members: dict[int, list[int]] = {}
-    for d in parent:
-        members.setdefault(root(d), []).append(d)
-    return tuple(sorted(tuple(sorted(g)) for g in members.values()))
 
 
 def fingerprint_of(instr: HloInstruction, topology: Topology,
@@ -217,9 +179,9 @@ def fingerprint_of(instr: HloInstruction, topology: Topology,
         ("instruction", f"%{instr.name} in %{instr.parent.name if instr.parent else '?'}"),
         ("opcode", instr.opcode.spelling),
         ("channel_id", str(instr.channel_id)),
-        ("group mode", str(_mode(instr))),
+        ("group mode", str(instruction_group_mode(instr))),
     ]
-    if collective_kind(instr) is Opcode.COLLECTIVE_PERMUTE:
+    if descriptor_of(collective_kind(instr)).group_reading is GroupReading.SOURCE_TARGET_PAIRS:
         pairs = instr.get("source_target_pairs")
         fields.append(("source_target_pairs", pairs.to_text() if pairs is not None else "{}"))
     else:
@@ -233,7 +195,7 @@ def fingerprint_of(instr: HloInstruction, topology: Topology,
 
 
 def collective_groups(module: HloModule, topology: Topology) -> list[tuple[tuple[int, ...], ...]]:
-    """The participant groups of every collective in ``module``, in module order."""
-    return [participant_groups_of(instr, topology)
+    """The rendezvous groups of every collective in ``module``, in module order."""
+    return [rendezvous_groups(instr, topology)
             for computation in module.computations for instr in computation.instructions
             if instr.opcode in COLLECTIVE_KINDS]

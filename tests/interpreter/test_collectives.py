@@ -1,4 +1,4 @@
-"""Data semantics of the collectives (SEMANTICS.md §3).
+"""Data semantics of the collectives (docs/semantics.md §3).
 
 Expected values are written out by hand for small cases, or come from the per-device Python
 loops in this file (``ref_*``), which restate the rules one device at a time and never call the
@@ -14,14 +14,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from neuron_sim.interpreter.collectives import (
+from neuron_sim.semantics.collectives.movement import (
     all_gather,
-    all_reduce,
-    all_reduce_variadic,
     all_to_all,
     all_to_all_tuple,
     collective_broadcast,
     collective_permute,
+)
+from neuron_sim.semantics.collectives.reductions import (
+    all_reduce,
+    all_reduce_variadic,
     fold_group,
     reduce_scatter,
 )
@@ -39,7 +41,7 @@ def shift_add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------
-# Per-device reference implementations (one device at a time, straight from SEMANTICS.md §3).
+# Per-device reference implementations (one device at a time, straight from docs/semantics.md §3).
 
 
 def ref_group_of(groups, f):

@@ -1,6 +1,7 @@
 """The interpreter's fast paths compute exactly what the general paths compute: the direct
-ufunc calls against the op table's implementations, the held-once all-gather against
-``collectives.all_gather``, the cached iota line against ``arange``, the plan cache against a
+ufunc calls against the op table's implementations, the local backend's held-once group results
+(all-gather, all-reduce, collective-broadcast) against the per-row data functions, the cached
+iota line against ``arange``, the plan cache against a
 module changed between executes, and the blockwise f64 path against one f64 evaluation."""
 
 from __future__ import annotations
@@ -9,8 +10,9 @@ import numpy as np
 import pytest
 
 import neuron_sim.interpreter as interpreter
-from neuron_sim.interpreter import collectives
-from neuron_sim.interpreter.backends.local import _gathered_once
+from neuron_sim.interpreter.backends.local import LocalTransport
+from neuron_sim.interpreter.transport import CollectiveCall
+from neuron_sim.semantics.collectives import movement, reductions
 from neuron_sim.interpreter.evaluator import Frame, OpContext
 from neuron_sim.interpreter.ops import REGISTRY
 from neuron_sim.interpreter.ops.elementwise import _DIRECT, _float_math, direct_ufunc
@@ -72,10 +74,34 @@ ENTRY main {
 def test_all_gather_held_once_equals_the_per_row_all_gather(dim):
     x = np.random.default_rng(1).standard_normal((6, 2, 3, 4)).astype(np.float32)
     group = np.array([4, 1, 0, 5, 3, 2])
-    expected = collectives.all_gather(x, [tuple(group)], dim)
-    got = _gathered_once(x, group, dim)
+    expected = movement.all_gather(x, [tuple(group)], dim)
+    call = CollectiveCall(kind=Opcode.ALL_GATHER, operands=[x], active=tuple(range(6)),
+                          groups=(tuple(int(d) for d in group),), dim=dim)
+    (got,) = LocalTransport(6).collective(call)
     assert got.strides[0] == 0
     assert np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize("replicated", [False, True])
+def test_all_reduce_and_broadcast_held_once_equal_the_per_row_results(replicated):
+    """One group of every row, or the same operand on every row: the value is computed once
+    and shared, and its bits are those of the per-row data function."""
+    rng = np.random.default_rng(2)
+    x = (rng.standard_normal((6, 5)) * 10.0 ** rng.integers(-3, 4, (6, 1))).astype(np.float32)
+    if replicated:
+        x = np.broadcast_to(x[0], x.shape)
+    group = (4, 1, 0, 5, 3, 2)
+    transport = LocalTransport(6)
+    reduce_call = CollectiveCall(kind=Opcode.ALL_REDUCE, operands=[x], active=tuple(range(6)),
+                                 groups=(group,), combine=np.add)
+    (reduced,) = transport.collective(reduce_call)
+    assert reduced.strides[0] == 0
+    assert reduced.tobytes() == reductions.all_reduce(x, [group], np.add).tobytes()
+    broadcast_call = CollectiveCall(kind=Opcode.COLLECTIVE_BROADCAST, operands=[x],
+                                    active=tuple(range(6)), groups=(group,))
+    (sent,) = transport.collective(broadcast_call)
+    assert sent.strides[0] == 0
+    assert np.array_equal(sent, movement.collective_broadcast(x, [group]))
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.float32, np.float64,
@@ -177,7 +203,7 @@ def test_all_reduce_by_accumulate_is_the_position_by_position_left_fold(dtype):
     x = x.astype(dtype) if np.dtype(dtype).kind == "f" else rng.integers(-128, 128, (3000, 5)
                                                                          ).astype(dtype)
     groups = [tuple(range(0, 3000, 2)), tuple(range(1, 3000, 2))]
-    got = collectives.all_reduce(x, groups, np.add)
+    got = reductions.all_reduce(x, groups, np.add)
     for group in groups:
         expected = x[group[0]].copy()
         for d in group[1:]:

@@ -1,21 +1,30 @@
 """Shape rules of the collectives and the device-identity ops: replica groups are validated on the
-topology (SEMANTICS.md §2), and gather / scatter shard counts must equal the group size.
+topology (docs/semantics.md §2), and gather / scatter shard counts must equal the group size.
+
+Every collective kind's rule is made from its descriptor (``neuron_sim.semantics.collectives``):
+which opcodes it covers, whether its groups must be uniform, which attribute names its
+dimension, how the shard count is read, its result shape (``shape_rule``) and what its async
+start returns. What is left here is what only the checker reads: the topology, the declared
+result, the in-place form of collective-permute.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Callable, Sequence
 
 from neuron_sim.hlo.checks.core import Context, Invalid, RuleTable, fmt
-from neuron_sim.hlo.checks.helpers import (array_shape, declared_result, declared_tail, join,
-                                           tuple_element, tuple_or_single)
+from neuron_sim.hlo.checks.helpers import (declared_result, declared_tail, join, tuple_element,
+                                           tuple_or_single)
 from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.replica_groups import ReplicaGroupError, ReplicaGroups, SourceTargetPairs
-from neuron_sim.hlo.shapes import ArrayShape, Layout, Shape, TupleShape, scalar
+from neuron_sim.hlo.shapes import ArrayShape, Shape, TupleShape, scalar
 from neuron_sim.physical_groups import (flattened_groups_of_physical, flattened_pairs_of_physical,
                                         groups_are_physical)
+from neuron_sim.semantics.collectives.descriptor import (CollectiveDescriptor, GroupReading,
+                                                         ShapeRuleError, ShardDirection,
+                                                         StartForm)
+from neuron_sim.semantics.collectives.kinds import DESCRIPTORS
 from neuron_sim.topology import GroupMode, group_mode, validate_replica_groups
 
 RULES = RuleTable("collective")
@@ -30,7 +39,7 @@ def _mode(ctx: Context, sync_opcode: Opcode | None = None) -> GroupMode:
 
 
 def _checked_group_size(ctx: Context, *, uniform: bool) -> int:
-    """Validate replica_groups (SEMANTICS.md §2) and return the participant group size.
+    """Validate replica_groups (docs/semantics.md §2) and return the participant group size.
 
     The size is XLA's GetSubgroupSize: the first group's length ({} means all replicas,
     partitions or both), times the partition count in CrossReplicaAndPartition mode.
@@ -73,8 +82,8 @@ def _checked_physical_group_size(ctx: Context, groups: ReplicaGroups, *, uniform
     return len(flattened[0])
 
 
-def _collective_dim(ctx: Context, shapes: Sequence[ArrayShape]) -> int:
-    dims = ctx.dims_attr("dimensions")
+def _collective_dim(ctx: Context, shapes: Sequence[ArrayShape], attribute: str) -> int:
+    dims = ctx.dims_attr(attribute)
     if len(dims) != 1:
         raise Invalid(f"{ctx.name} needs exactly one dimension, not {{{join(dims)}}}")
     for i, shape in enumerate(shapes):
@@ -113,124 +122,51 @@ def _device_id(ctx: Context) -> Shape:
     return scalar(ElementType.U32)
 
 
-@RULES.rule(Opcode.ALL_REDUCE, Opcode.ALL_REDUCE_START)
-def _all_reduce(ctx: Context) -> Shape:
-    """The operands (a tuple if several); groups may differ in size. XLA's verifier does not
-    hold to_apply against the operands' element type (HandleAllReduce), nor do we."""
-    ctx.require_operands(at_least=1)
-    shapes = ctx.arrays()
-    _checked_group_size(ctx, uniform=False)
-    return tuple_or_single(shapes)
+def _grouped_rule(descriptor: CollectiveDescriptor) -> Callable[[Context], Shape]:
+    """The rule of a kind read by replica groups, for its sync op and async start: operands
+    (arrays), groups validated on the topology, the dimension and shard count, then the
+    descriptor's result shape; a wrapped start returns (operands, result)."""
+
+    def rule(ctx: Context) -> Shape:
+        ctx.require_operands(at_least=1)
+        if descriptor.array_operands is None:
+            shapes: Sequence[Shape] = ctx.arrays()
+        else:
+            for i in descriptor.array_operands:
+                ctx.array(i, descriptor.operand_roles[i] if descriptor.operand_roles else None)
+            shapes = ctx.shapes()
+        n = _checked_group_size(ctx, uniform=descriptor.uniform_groups)
+        dim = None
+        attribute = descriptor.dimension_attribute
+        if attribute is not None and (attribute in ctx.inst.attrs or not descriptor.tuple_form):
+            if descriptor.tuple_form:
+                ctx.require_operands(1)  # the array form of a kind with a tuple form
+            dim = _collective_dim(ctx, shapes, attribute)
+        if descriptor.shard_direction is not None:
+            path = ([1] if descriptor.wraps(ctx.opcode) else []) + ([] if len(shapes) == 1
+                                                                      else [0])
+            n = _shard_count(ctx, n, shapes[0], dim, declared_result(ctx, path),
+                             gather=descriptor.shard_direction is ShardDirection.GATHER)
+        try:
+            result = descriptor.shape_rule(shapes, dim, n)
+        except ShapeRuleError as exc:
+            raise Invalid(str(exc)) from None
+        if descriptor.wraps(ctx.opcode):
+            return TupleShape((tuple_or_single(ctx.shapes()), result))
+        return result
+
+    rule.__doc__ = f"{descriptor.name}: {descriptor.shape_rule.__doc__}"
+    return rule
 
 
-@RULES.rule(Opcode.ALL_GATHER_DONE, Opcode.COLLECTIVE_PERMUTE_DONE)
-def _collective_done(ctx: Context) -> Shape:
-    """The value element (index 1) of the matching start's tuple, like async-done."""
-    return tuple_element(ctx, 1)
-
-
-@RULES.rule(Opcode.ALL_REDUCE_DONE)
-def _all_reduce_done(ctx: Context) -> Shape:
+def _passed_done(ctx: Context) -> Shape:
+    """The done of a start that returns its result: that result."""
     return ctx.shape(0)
 
 
-def _all_gather_shapes(ctx: Context, declared_path: Callable[[int], list[int]]) -> list[Shape]:
-    ctx.require_operands(at_least=1)
-    shapes = ctx.arrays()
-    n = _checked_group_size(ctx, uniform=True)
-    d = _collective_dim(ctx, shapes)
-    shards = _shard_count(ctx, n, shapes[0], d, declared_result(ctx, declared_path(len(shapes))),
-                          gather=True)
-    return [array_shape(s.element_type, s.dims[:d] + (s.dims[d] * shards,) + s.dims[d + 1:])
-            for s in shapes]
-
-
-@RULES.rule(Opcode.ALL_GATHER)
-def _all_gather(ctx: Context) -> Shape:
-    """Dimension d multiplied by the group size (a tuple if several operands)."""
-    results = _all_gather_shapes(ctx, lambda n: [] if n == 1 else [0])
-    return tuple_or_single(results)
-
-
-@RULES.rule(Opcode.ALL_GATHER_START)
-def _all_gather_start(ctx: Context) -> Shape:
-    """(operand(s), all-gather result(s)), each a tuple when there are several operands."""
-    results = _all_gather_shapes(ctx, lambda n: [1] if n == 1 else [1, 0])
-    return TupleShape((tuple_or_single(ctx.shapes()), tuple_or_single(results)))
-
-
-@RULES.rule(Opcode.REDUCE_SCATTER)
-def _reduce_scatter(ctx: Context) -> Shape:
-    """Dimension d divided by the group size, which must divide it; to_apply is not held
-    against the operand type (XLA's HandleReduceScatter does not)."""
-    ctx.require_operands(at_least=1)
-    shapes = ctx.arrays()
-    n = _checked_group_size(ctx, uniform=True)
-    d = _collective_dim(ctx, shapes)
-    declared = declared_result(ctx, [] if len(shapes) == 1 else [0])
-    shards = _shard_count(ctx, n, shapes[0], d, declared, gather=False)
-    results = []
-    for s in shapes:
-        if s.dims[d] % shards:
-            raise Invalid(f"reduce-scatter dimension {d} of {fmt(s)} is not divisible by the "
-                          f"shard count {shards}")
-        results.append(array_shape(s.element_type,
-                                   s.dims[:d] + (s.dims[d] // shards,) + s.dims[d + 1:]))
-    return tuple_or_single(results)
-
-
-@RULES.rule(Opcode.ALL_TO_ALL)
-def _all_to_all(ctx: Context) -> Shape:
-    """Array form (dimensions={d}): one operand whose dim d the group size divides; result is
-    the operand's shape. Tuple form: one operand per group member, all of one shape, layout
-    included (XLA's InferAllToAllTupleShape compares them with Shape::Equal, which sees
-    layouts; AllToAll_LayoutConstrained)."""
-    ctx.require_operands(at_least=1)
-    shapes = ctx.arrays()
-    n = _checked_group_size(ctx, uniform=True)
-    if "dimensions" in ctx.inst.attrs:
-        ctx.require_operands(1)
-        d = _collective_dim(ctx, shapes)
-        if shapes[0].dims[d] % n:
-            raise Invalid(f"all-to-all dimension {d} of {fmt(shapes[0])} is not divisible by "
-                          f"the replica group size {n}")
-        return shapes[0]
-    if len(shapes) != n:
-        raise Invalid(f"tuple all-to-all has {len(shapes)} operands but the replica group "
-                      f"size is {n}")
-    for i, s in enumerate(shapes):
-        if not s.compatible(shapes[0]):
-            raise Invalid(f"all-to-all operand {i} {fmt(s)} differs from operand 0 "
-                          f"{fmt(shapes[0])}")
-        if _layout_key(s) != _layout_key(shapes[0]):
-            raise Invalid(f"all-to-all operand {i} {s} differs from operand 0 {shapes[0]} in "
-                          f"its layout")
-    return TupleShape(tuple(shapes))
-
-
-_MEMORY_SPACE = re.compile(r"S\(\d+\)")
-
-
-def _layout_key(shape: ArrayShape) -> tuple:
-    """A layout as XLA's Shape::Equal().IgnoreMemorySpaceInLayout() compares it: the dimension
-    order (the parser's default when none is written) and the tiles, memory space left out."""
-    layout = shape.layout or Layout.default(shape.rank)
-    return layout.minor_to_major, _MEMORY_SPACE.sub("", layout.extra)
-
-
-@RULES.rule(Opcode.RAGGED_ALL_TO_ALL)
-def _ragged_all_to_all(ctx: Context) -> Shape:
-    """The output buffer operand (operand 1) is the result."""
-    _checked_group_size(ctx, uniform=True)
-    return ctx.array(1, "the output buffer")
-
-
-@RULES.rule(Opcode.COLLECTIVE_BROADCAST)
-def _collective_broadcast(ctx: Context) -> Shape:
-    """The operands (a tuple if several), like all-reduce."""
-    ctx.require_operands(at_least=1)
-    _checked_group_size(ctx, uniform=True)
-    return tuple_or_single(ctx.arrays())
+def _wrapped_done(ctx: Context) -> Shape:
+    """The value element (index 1) of the matching start's tuple, like async-done."""
+    return tuple_element(ctx, 1)
 
 
 def _is_inplace_permute(ctx: Context) -> bool:
@@ -329,33 +265,38 @@ def _check_source_target_pairs(ctx: Context, sync_opcode: Opcode) -> None:
                               f"pairs ({mode} mode)")
 
 
-@RULES.rule(Opcode.COLLECTIVE_PERMUTE)
-def _collective_permute(ctx: Context) -> Shape:
-    """The operands (a tuple if several); the 4-operand in-place form returns operand 1."""
-    ctx.require_operands(at_least=1)
-    inplace = _is_inplace_permute(ctx)
-    if inplace:
-        _check_inplace_buffers(ctx)
-    _check_source_target_pairs(ctx, Opcode.COLLECTIVE_PERMUTE)
-    if inplace:
-        return ctx.shape(1)
-    return tuple_or_single(ctx.arrays())
+def _paired_rule(descriptor: CollectiveDescriptor) -> Callable[[Context], Shape]:
+    """The rule of a kind read by source-target pairs (collective-permute), for its sync op and
+    async start: the in-place form checked, the pairs checked; the sync op returns the
+    descriptor's result shape (operand 1 in the in-place form), the start (operand, result,
+    context...) with the u32[] context elements taken as declared (backend-defined; XLA does
+    the same). One operand of a start must be an array; several are tupled as they are, tuples
+    included (XLA's InferCollectivePermuteStartShape checks only the single operand)."""
+
+    def rule(ctx: Context) -> Shape:
+        ctx.require_operands(at_least=1)
+        inplace = _is_inplace_permute(ctx)
+        if inplace:
+            _check_inplace_buffers(ctx)
+        _check_source_target_pairs(ctx, descriptor.sync)
+        if not descriptor.wraps(ctx.opcode):
+            if inplace:
+                return ctx.shape(1)
+            return descriptor.shape_rule(ctx.arrays(), None, 1)
+        if inplace:
+            value = (ctx.shape(0), ctx.shape(1))
+        else:
+            operand = ctx.array(0) if ctx.operand_count == 1 else TupleShape(tuple(ctx.shapes()))
+            value = (operand, operand)
+        return TupleShape(value + declared_tail(ctx, 2))
+
+    return rule
 
 
-@RULES.rule(Opcode.COLLECTIVE_PERMUTE_START)
-def _collective_permute_start(ctx: Context) -> Shape:
-    """(operand, result, context...) with result shaped like the operand; the u32[] context
-    elements are backend-defined and taken as declared (XLA does the same). One operand must
-    be an array; several are tupled as they are, tuples included (XLA's
-    InferCollectivePermuteStartShape checks only the single operand)."""
-    ctx.require_operands(at_least=1)
-    inplace = _is_inplace_permute(ctx)
-    if inplace:
-        _check_inplace_buffers(ctx)
-    _check_source_target_pairs(ctx, Opcode.COLLECTIVE_PERMUTE)
-    if inplace:
-        value = (ctx.shape(0), ctx.shape(1))
-    else:
-        operand = ctx.array(0) if ctx.operand_count == 1 else TupleShape(tuple(ctx.shapes()))
-        value = (operand, operand)
-    return TupleShape(value + declared_tail(ctx, 2))
+for _descriptor in DESCRIPTORS:
+    _make = (_paired_rule if _descriptor.group_reading is GroupReading.SOURCE_TARGET_PAIRS
+             else _grouped_rule)
+    RULES.rule(*_descriptor.opcodes)(_make(_descriptor))
+    if _descriptor.done is not None:
+        RULES.rule(_descriptor.done)(_passed_done if _descriptor.start_form is StartForm.RESULT
+                                     else _wrapped_done)

@@ -12,10 +12,12 @@ from __future__ import annotations
 from neuron_sim.hlo.checks.core import HloCheckError, error_for
 from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
 from neuron_sim.hlo.opcodes import Opcode
+from neuron_sim.semantics.collectives.kinds import ALL_REDUCE, DESCRIPTORS
 
 ASYNC_OPS = (Opcode.ASYNC_START, Opcode.ASYNC_UPDATE, Opcode.ASYNC_DONE)
 
-# Each -start (or update) and the opcodes its one user may have.
+# Each -start (or update) and the opcodes its one user may have: XLA's list, which checks the
+# all-reduce and collective-permute pairs but not all-gather's.
 _SINGLE_USER = {
     Opcode.ASYNC_START: (Opcode.ASYNC_UPDATE, Opcode.ASYNC_DONE),
     Opcode.ASYNC_UPDATE: (Opcode.ASYNC_UPDATE, Opcode.ASYNC_DONE),
@@ -37,13 +39,11 @@ _SINGLE_OPERAND = {
     Opcode.RECV_DONE: (Opcode.RECV, Opcode.GET_TUPLE_ELEMENT),
 }
 
-# XLA's HloChannelInstruction subclasses: the instructions a channel_id may name.
+# XLA's HloChannelInstruction subclasses: the instructions a channel_id may name (send/recv and
+# every collective's sync op and async start).
 _SEND_RECV = frozenset({Opcode.SEND, Opcode.RECV, Opcode.SEND_DONE, Opcode.RECV_DONE})
-_CHANNEL_OPS = _SEND_RECV | {
-    Opcode.ALL_GATHER, Opcode.ALL_GATHER_START, Opcode.ALL_REDUCE, Opcode.ALL_REDUCE_START,
-    Opcode.REDUCE_SCATTER, Opcode.ALL_TO_ALL, Opcode.RAGGED_ALL_TO_ALL,
-    Opcode.COLLECTIVE_BROADCAST, Opcode.COLLECTIVE_PERMUTE, Opcode.COLLECTIVE_PERMUTE_START,
-}
+_CHANNEL_OPS = _SEND_RECV | {opcode for descriptor in DESCRIPTORS
+                             for opcode in descriptor.opcodes}
 
 # What an async computation made only of send/recv may hold besides them (OnlyContainsSendRecv).
 _SEND_RECV_GROUP = frozenset({Opcode.SEND, Opcode.RECV, Opcode.BITCAST, Opcode.PARAMETER,
@@ -150,7 +150,7 @@ def check_layout_constrained_all_reduce(module: HloModule) -> None:
     none does (XLA's VerifyLayoutConstrainedAllReduce)."""
     reference: HloInstruction | None = None
     for inst in module.instructions():
-        if inst.opcode not in (Opcode.ALL_REDUCE, Opcode.ALL_REDUCE_START):
+        if inst.opcode not in ALL_REDUCE.opcodes:
             continue
         if reference is None:
             reference = inst

@@ -4,8 +4,8 @@ The evaluator and the ops are shared by every backend; a backend only implements
 ``neuron_sim.interpreter.transport`` (``Transport``: one ``collective(call, fingerprint)`` method).
 
 - ``local`` (``local.py``): every device in one process; checks the rendezvous (a group
-  reached by only some of its members raises CollectiveMismatchError) and applies the pure
-  functions of ``neuron_sim.interpreter.collectives``.
+  reached by only some of its members raises CollectiveMismatchError) and applies each kind's
+  data function (its descriptor in ``neuron_sim.semantics.collectives``).
 - ``mpi`` (the ``mpi`` package): one MPI process per block of devices; exchanges rows between
   the ranks hosting them, then applies the same functions, so results are bit-identical.
 """

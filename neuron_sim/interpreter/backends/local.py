@@ -1,9 +1,11 @@
 """The in-process backend: every simulated device is a row of the same numpy arrays.
 
 The rendezvous check and the mapping from flattened device ids to the rows the evaluator holds
-live here; the data semantics are the pure functions of ``neuron_sim.interpreter.collectives``. Operands
-the same on every device arrive as broadcast views (row stride 0); all-reduce and all-gather of
-such operands over groups of one size are computed once and returned as broadcast views too.
+live here; the data semantics are each kind's data function (its descriptor in
+``neuron_sim.semantics.collectives``). Operands the same on every device arrive as broadcast
+views (row stride 0). A kind whose group members all receive one value (the descriptor's
+``group_result``: all-reduce, all-gather, collective-broadcast) computes it once per call when
+every row holds the same operand or the rows form one group, and returns a broadcast view.
 """
 
 from __future__ import annotations
@@ -12,11 +14,9 @@ from typing import Sequence
 
 import numpy as np
 
-from neuron_sim.hlo import Opcode
-
-from neuron_sim.interpreter import collectives
 from neuron_sim.interpreter.errors import CollectiveMismatchError
 from neuron_sim.interpreter.transport import CollectiveCall, Fingerprint, apply_collective
+from neuron_sim.semantics.collectives.descriptor import GroupReading
 
 
 class LocalTransport:
@@ -38,18 +38,19 @@ class LocalTransport:
         row_of = np.full(self.num_devices, -1, np.int64)
         row_of[active] = np.arange(len(active))
         local = local_groups(call, row_of)
-        kind = call.kind
-        if kind is Opcode.COLLECTIVE_PERMUTE:
+        descriptor = call.descriptor
+        if descriptor.group_reading is GroupReading.SOURCE_TARGET_PAIRS:
             pairs = [(int(row_of[s]), int(row_of[t])) for s, t in call.pairs
                      if row_of[t] >= 0]
             return apply_collective(call, call.operands, (), pairs)
         uniform = isinstance(local, np.ndarray) and local.size > 0
-        if uniform and kind is Opcode.ALL_GATHER and not call.variadic and \
-                local.shape == (1, len(active)):
-            return [_gathered_once(x, local[0], call.dim) for x in call.operands]
-        if uniform and kind in (Opcode.ALL_REDUCE, Opcode.ALL_GATHER) and not call.variadic and \
-                all(_same_on_every_row(x) for x in call.operands):
-            return [_replicated_collective(call, x, local.shape[1]) for x in call.operands]
+        if uniform and descriptor.group_result is not None and not call.variadic:
+            if all(_same_on_every_row(x) for x in call.operands):
+                size = local.shape[1]
+                return [_once(call, np.broadcast_to(x[0], (size, *x.shape[1:])), range(size),
+                              x.shape[0]) for x in call.operands]
+            if local.shape == (1, len(active)):
+                return [_once(call, x, local[0], x.shape[0]) for x in call.operands]
         return apply_collective(call, call.operands, local)
 
 
@@ -90,22 +91,9 @@ def _same_on_every_row(x: np.ndarray) -> bool:
     return x.shape[0] <= 1 or x.strides[0] == 0
 
 
-def _replicated_collective(call: CollectiveCall, x: np.ndarray, size: int) -> np.ndarray:
-    """All-reduce / all-gather of a value held by every row: computed once, broadcast back."""
-    copies = np.broadcast_to(x[0], (size, *x.shape[1:]))
-    group = [tuple(range(size))]
-    if call.kind is Opcode.ALL_REDUCE:
-        one = collectives.all_reduce(copies, group, call.combine)[0]
-    else:
-        one = collectives.all_gather(copies, group, call.dim)[0]
-    return np.broadcast_to(one, (x.shape[0], *one.shape))
-
-
-def _gathered_once(x: np.ndarray, group: np.ndarray, dim: int) -> np.ndarray:
-    """All-gather over one group of every row: every row receives the same concatenation, so it
-    is built once (as ``collectives.all_gather`` builds each group's) and returned as a
-    broadcast view, not once per row (4096 rows of a 2 MB operand would be 32 GiB)."""
-    shape = x.shape[1:]
-    out_shape = (*shape[:dim], len(group) * shape[dim], *shape[dim + 1:])
-    one = np.moveaxis(x[group], 0, dim).reshape(out_shape)
-    return np.broadcast_to(one, (x.shape[0], *out_shape))
+def _once(call: CollectiveCall, x: np.ndarray, group: Sequence[int], count: int) -> np.ndarray:
+    """What every member receives, computed once from the rows ``group`` of ``x`` (position
+    order) and returned as a broadcast view over ``count`` rows: 4096 rows of a 2 MB all-gather
+    result would be 32 GiB otherwise."""
+    one = call.descriptor.group_result(x, group, call.args_in(()))
+    return np.broadcast_to(one, (count, *one.shape))

@@ -1,11 +1,11 @@
 """Collectives and device identity: the glue between HLO instructions and the transport.
 
-A collective op reads its instruction once (kind, participant groups in flattened ids from
-``neuron_sim.topology``'s group mode / participant groups / permute pairs, dimension, reduction:
-``neuron_sim.interpreter.transport``), stacks its operands over the frame's devices and hands the transport
-one ``CollectiveCall``; the transport checks the rendezvous and applies
-``neuron_sim.interpreter.collectives``. Async ``-start``/``-done`` pairs have the synchronous semantics: the
-start computes the result, the done yields it.
+A collective op reads its instruction once (``neuron_sim.semantics.collectives.reading``: the
+kind's descriptor, rendezvous groups, flattened pairs, dimension; plus the reduction), stacks its
+operands over the frame's devices and hands the transport one ``CollectiveCall``; the transport
+checks the rendezvous and applies the kind's data function. Which opcodes run a collective, and
+what an async start returns and its done yields, come from the descriptors: ``-start``/``-done``
+pairs have the synchronous semantics (the start computes the result, the done yields it).
 
 Results identical on every device (an all-reduce over all devices, say) become replicated
 values again, so the work after a collective stays cheap.
@@ -24,9 +24,12 @@ from neuron_sim.interpreter.ops.elementwise import (element_type_of, float_maxim
                                          is_float, is_pred)
 from neuron_sim.interpreter.ops.reduce import binary_reducer
 from neuron_sim.interpreter.ops.registry import implements
-from neuron_sim.interpreter.transport import (CollectiveCall, collective_kind, fingerprint_of,
-                                   flattened_pairs, participant_groups_of)
+from neuron_sim.interpreter.transport import (COLLECTIVE_KINDS, CollectiveCall, collective_kind,
+                                              fingerprint_of)
 from neuron_sim.interpreter.values import PerDevice, Replicated, TupleValue, collapse_if_uniform, stacked
+from neuron_sim.semantics.collectives.descriptor import StartForm
+from neuron_sim.semantics.collectives.kinds import DESCRIPTORS, descriptor_of
+from neuron_sim.semantics.collectives.reading import read_collective
 
 
 # ---------------------------------------------------------------------------------------------
@@ -68,22 +71,16 @@ def _devices(ctx) -> np.ndarray:
 class _Static:
     """What a collective instruction means on a topology (computed once per instruction)."""
 
-    __slots__ = ("kind", "groups", "pairs", "dim", "label", "reduction", "combine")
+    __slots__ = ("kind", "reading", "label", "reduction", "combine")
 
     def __init__(self, ctx) -> None:
-        inst, topology = ctx.inst, ctx.evaluator.topology
+        inst = ctx.inst
         self.kind = collective_kind(inst)
-        self.groups = participant_groups_of(inst, topology)
-        self.pairs = flattened_pairs(inst, topology) \
-            if self.kind is Opcode.COLLECTIVE_PERMUTE else ()
-        dims = inst.dimensions if self.kind in (Opcode.ALL_GATHER, Opcode.REDUCE_SCATTER,
-                                                Opcode.ALL_TO_ALL) and inst.has("dimensions") \
-            else ()
-        self.dim = dims[0] if dims else None
+        self.reading = read_collective(inst, ctx.evaluator.topology)
         self.label = describe(inst)
         self.reduction = None
         self.combine = None
-        if self.kind in (Opcode.ALL_REDUCE, Opcode.REDUCE_SCATTER):
+        if self.reading.descriptor.reduces:
             self.reduction = binary_reducer(inst.get("to_apply"))
             self.combine = combiner(ctx)
 
@@ -129,11 +126,12 @@ def run_collective(ctx, operands) -> list:
         if not isinstance(value, (Replicated, PerDevice)):
             raise InterpreterError("collective operands must be arrays")
     static = _static(ctx)
+    reading = static.reading
     devices = _devices(ctx)
     rows = [stacked(v, ctx.n) for v in operands]
     call = CollectiveCall(kind=static.kind, operands=rows,
-                          active=tuple(np.asarray(devices).tolist()), groups=static.groups,
-                          dim=static.dim, pairs=static.pairs, combine=static.combine,
+                          active=tuple(np.asarray(devices).tolist()), groups=reading.groups,
+                          dim=reading.dim, pairs=reading.pairs, combine=static.combine,
                           label=static.label, reduction=static.reduction)
     transport = ctx.evaluator.transport
     fingerprint = None
@@ -144,12 +142,12 @@ def run_collective(ctx, operands) -> list:
 
 
 def _result(ctx, operands, results):
-    """The op's value: one result or a tuple; all-gather-start and collective-permute-start
-    return (operands, results, context...) as their shape says."""
+    """The op's value: one result or a tuple; a start whose descriptor wraps returns
+    (operands, results, context...) as its shape says."""
     inst = ctx.inst
     shape = inst.shape
-    wrapped_start = inst.opcode in (Opcode.ALL_GATHER_START, Opcode.COLLECTIVE_PERMUTE_START)
-    result_shape = shape.elements[1] if wrapped_start else shape
+    descriptor = _static(ctx).reading.descriptor
+    result_shape = descriptor.result_shape(inst.opcode, shape)
     leaves = result_shape.elements if isinstance(result_shape, TupleShape) else (result_shape,)
     for leaf, result in zip(leaves, results):
         got = result.array.shape if isinstance(result, Replicated) else result.array.shape[1:]
@@ -157,36 +155,39 @@ def _result(ctx, operands, results):
             raise InterpreterError(f"the collective produced shape {list(got)} but the "
                                    f"instruction's shape is {leaf}")
     value = TupleValue(results) if isinstance(result_shape, TupleShape) else results[0]
-    if not wrapped_start:
+    if not descriptor.wraps(inst.opcode):
         return value
     operand_part = operands[0] if len(operands) == 1 else TupleValue(list(operands))
     return TupleValue([operand_part, value, *(zeros_value(s) for s in shape.elements[2:])])
 
 
 # ---------------------------------------------------------------------------------------------
-# The collectives.
+# The collectives: every opcode that runs an executable kind, and the dones of its starts.
 
-@implements(Opcode.ALL_REDUCE, Opcode.ALL_REDUCE_START, Opcode.ALL_GATHER,
-            Opcode.ALL_GATHER_START, Opcode.REDUCE_SCATTER, Opcode.ALL_TO_ALL,
-            Opcode.COLLECTIVE_BROADCAST, values=True)
 def collective(ctx, *operands):
+    """A collective's sync op or async start: the transport runs it."""
+    form = COLLECTIVE_DESCRIPTORS[ctx.inst.opcode].unexecuted_form(ctx.inst)
+    if form is not None:
+        raise Unimplemented(ctx.inst.opcode.spelling, form)
     return _result(ctx, operands, run_collective(ctx, operands))
 
 
-@implements(Opcode.COLLECTIVE_PERMUTE, Opcode.COLLECTIVE_PERMUTE_START, values=True)
-def collective_permute(ctx, *operands):
-    if len(operands) == 4 and not isinstance(ctx.inst.shape, TupleShape):
-        raise Unimplemented(ctx.inst.opcode.spelling, "the in-place form with slice offsets")
-    return _result(ctx, operands, run_collective(ctx, operands))
-
-
-@implements(Opcode.ALL_REDUCE_DONE, values=True)
-def all_reduce_done(ctx, operand):
+def passed_done(ctx, operand):
+    """The done of a start that returns its result: the result."""
     return operand
 
 
-@implements(Opcode.ALL_GATHER_DONE, Opcode.COLLECTIVE_PERMUTE_DONE, values=True)
-def start_done(ctx, operand):
+def wrapped_done(ctx, operand):
+    """The done of a start that returns (operands, result, ...): element 1."""
     if not isinstance(operand, TupleValue) or len(operand.elements) < 2:
         raise InterpreterError(f"{ctx.inst.opcode.spelling} needs the tuple its start returns")
     return operand.elements[1]
+
+
+COLLECTIVE_DESCRIPTORS = {opcode: descriptor_of(opcode) for opcode in COLLECTIVE_KINDS}
+
+implements(*COLLECTIVE_DESCRIPTORS, values=True)(collective)
+implements(*(d.done for d in DESCRIPTORS if d.executable and d.start_form is StartForm.RESULT),
+           values=True)(passed_done)
+implements(*(d.done for d in DESCRIPTORS if d.executable and d.start_form is StartForm.WRAPPED),
+           values=True)(wrapped_done)

@@ -12,9 +12,10 @@ concrete per-device number (the ordinary op runs), so device-dependent offsets i
 - an elementwise op builds application terms (``TermTable.intern``), select and clamp included
   (a predicate on data is a term like any other: it decides no indexing);
 - reduce, dot, all-reduce and reduce-scatter by add / multiply / min / max / and / or / xor build
-  multiset terms; the collectives run through the same transport and ``neuron_sim.interpreter.collectives``
-  code as numbers do, with a reducer (``SymbolicReduction``) that folds a group's positions into
-  one multiset (the ``fold_positions`` seam of ``collectives``);
+  multiset terms; the collectives run through the same transport and data functions
+  (``neuron_sim.semantics.collectives``) as numbers do, with a reducer (``SymbolicReduction``)
+  that folds a group's positions into one multiset (the ``fold_positions`` seam of
+  ``reductions``);
 - an input-dependent value that would decide indexing or control flow (a start index, gather
   indices, a while condition, a conditional's selector, sort keys) raises
   ``SymbolicUnsupported`` naming the instruction.
@@ -37,8 +38,9 @@ from neuron_sim.interpreter.ops.control import zeros_value
 from neuron_sim.interpreter.ops.reduce import binary_reducer
 from neuron_sim.interpreter.ops.shape import from_physical, to_physical
 from neuron_sim.proofs.symbolic.terms import NONE, TermTable
-from neuron_sim.interpreter.transport import (CollectiveCall, collective_kind, flattened_pairs,
-                                   participant_groups_of)
+from neuron_sim.interpreter.transport import CollectiveCall, collective_kind
+from neuron_sim.semantics.collectives.descriptor import SymbolicForm
+from neuron_sim.semantics.collectives.reading import read_collective
 from neuron_sim.interpreter.values import TOKEN, PerDevice, Replicated, TupleValue, Value
 
 __all__ = ["Symbolic", "SymbolicEvaluator", "SymbolicReduction", "SymbolicUnsupported"]
@@ -99,7 +101,8 @@ _UNSUPPORTED_REASONS = {
 
 class SymbolicReduction:
     """A reassociable reduction on term handles: ``fold_positions`` folds all positions of a
-    group into one multiset term (``neuron_sim.interpreter.collectives`` calls it instead of a left fold);
+    group into one multiset term (``semantics.collectives.reductions`` calls it instead of a
+    left fold);
     called as ``combine(acc, x)`` it folds two."""
 
     def __init__(self, table: TermTable, opcode: Opcode, element_type: ElementType,
@@ -464,32 +467,42 @@ class SymbolicEvaluator(Evaluator):
 
     # -- collectives -----------------------------------------------------------------------------
     def _collective(self, ctx: OpContext, args: list[Value]) -> Value:
-        inst, topology = ctx.inst, self.topology
+        """The collective on handles, as its descriptor says: a reduction folds each group into
+        one term (``SymbolicForm.FOLD_MULTISET``), every other kind moves handles; operands that
+        decide indexing (``index_operands``) must be concrete and travel as numbers."""
+        inst = ctx.inst
         if not ctx.frame.is_device_frame:
             raise SymbolicUnsupported("a collective inside a computation applied elementwise")
-        kind = collective_kind(inst)
-        groups = participant_groups_of(inst, topology)
-        pairs = flattened_pairs(inst, topology) if kind is Opcode.COLLECTIVE_PERMUTE else ()
-        dims = inst.dimensions if kind in (Opcode.ALL_GATHER, Opcode.REDUCE_SCATTER,
-                                           Opcode.ALL_TO_ALL) and inst.has("dimensions") else ()
-        combine = None
-        wrapped = inst.opcode in (Opcode.ALL_GATHER_START, Opcode.COLLECTIVE_PERMUTE_START)
-        result_shape = inst.shape.elements[1] if wrapped else inst.shape
+        reading = read_collective(inst, self.topology)
+        descriptor = reading.descriptor
+        wrapped = descriptor.wraps(inst.opcode)
+        result_shape = descriptor.result_shape(inst.opcode, inst.shape)
         leaves = result_shape.elements if isinstance(result_shape, TupleShape) \
             else (result_shape,)
-        if kind in (Opcode.ALL_REDUCE, Opcode.REDUCE_SCATTER):
+        combine = None
+        if descriptor.symbolic is SymbolicForm.FOLD_MULTISET:
             computation = inst.get("to_apply")
             combine = self._reduction_of(computation, leaves[0].element_type)
             if combine is None:
                 self._symbolic_calls += 1
                 combine = self._make_symbolic(computation)
-        rows = [np.broadcast_to(self.handles_of(v, np.int64),
-                                (ctx.n, *self.handles_of(v, np.int64).shape[1:]))
-                for v in args if v is not TOKEN]
-        call = CollectiveCall(kind=kind, operands=rows,
-                              active=tuple(int(d) for d in ctx.frame.devices), groups=groups,
-                              dim=dims[0] if dims else None, pairs=pairs, combine=combine,
-                              label=inst.name, reduction=binary_reducer(inst.get("to_apply"))
+        rows = []
+        for position, value in enumerate(args):
+            if value is TOKEN:
+                continue
+            if position in descriptor.index_operands:
+                self._require_concrete(value, f"operand {position} of {inst.opcode.spelling} "
+                                              "decides indexing and depends on the inputs")
+                numbers = value.array if isinstance(value, PerDevice) else value.array[None]
+                rows.append(np.broadcast_to(numbers, (ctx.n, *numbers.shape[1:])))
+                continue
+            handles = self.handles_of(value, np.int64)
+            rows.append(np.broadcast_to(handles, (ctx.n, *handles.shape[1:])))
+        call = CollectiveCall(kind=collective_kind(inst), operands=rows,
+                              active=tuple(int(d) for d in ctx.frame.devices),
+                              groups=reading.groups, dim=reading.dim, pairs=reading.pairs,
+                              combine=combine, label=inst.name,
+                              reduction=binary_reducer(inst.get("to_apply"))
                               if combine is not None else None)
         try:
             outputs = self.transport.collective(call, None)

@@ -10,8 +10,8 @@ Its modules, in the order data flows through them:
    every collective, the rendezvous with the peer ranks, then exact or native data movement.
 4. ``protocol`` -- the control plane: arrivals compared before data moves, one agreed error,
    the watchdog.
-5. ``exact`` -- exact mode: each rank gathers the inputs its devices need and applies
-   ``neuron_sim.interpreter.collectives``, bit-identical to the local backend.
+5. ``exact`` -- exact mode: each rank gathers the inputs its devices need and applies the
+   kind's data function, bit-identical to the local backend.
 6. ``native`` -- native mode: MPI's own collectives on sub-communicators.
 7. ``exchange`` -- moving stacked rows between ranks as raw bytes.
 

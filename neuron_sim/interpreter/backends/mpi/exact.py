@@ -2,16 +2,17 @@
 
 The results are bit-identical to the local backend by construction: after the exchange each rank
 holds, for every participant group one of its devices belongs to, the inputs of all the devices
-that group needs, stacked in a compact array, and it calls the very same function of
-``neuron_sim.interpreter.collectives`` on it (same group order, same positions, hence the same left-fold
-reduction order). Only the rows of its own devices are kept.
+that group needs, stacked in a compact array, and it calls the very same data function of the
+kind's descriptor on it (same group order, same positions, hence the same left-fold reduction
+order). Only the rows of its own devices are kept.
 
-What a device needs: the whole group for all-gather and all-to-all; its source for
-collective-permute; position 0 of its group for collective-broadcast.
+What a device needs is its descriptor's ``dependence``: the whole group (all-gather,
+all-to-all, ragged-all-to-all), the source of the pair targeting it (collective-permute), or
+position 0 of its group (collective-broadcast).
 
 The reductions (all-reduce, reduce-scatter) split the work instead of repeating it: the elements
 of each group's operand are cut into one contiguous chunk per rank the group spans; every rank
-receives its chunk from all members, folds it with ``collectives.fold_group`` in position order,
+receives its chunk from all members, folds it with ``reductions.fold_group`` in position order,
 and sends the folded chunk back to the group's other ranks. Since the reduction is elementwise,
 every element still sees exactly the fold of the local backend, while each rank moves and folds
 only its share, as a ring all-reduce would.
@@ -23,12 +24,11 @@ from typing import Sequence
 
 import numpy as np
 
-from neuron_sim.hlo import Opcode
-
-from neuron_sim.interpreter import collectives
 from neuron_sim.interpreter.backends.mpi.exchange import ArraySpec, Exchange
 from neuron_sim.interpreter.backends.mpi.layout import RankLayout
 from neuron_sim.interpreter.transport import CollectiveCall, apply_collective
+from neuron_sim.semantics.collectives.descriptor import Dependence
+from neuron_sim.semantics.collectives.reductions import fold_group
 
 __all__ = ["exact_collective", "exact_reduction", "needed_devices"]
 
@@ -36,10 +36,11 @@ __all__ = ["exact_collective", "exact_reduction", "needed_devices"]
 def needed_devices(call: CollectiveCall, devices: Sequence[int]) -> set[int]:
     """The devices whose inputs the results of ``devices`` depend on."""
     wanted = set(devices)
-    if call.kind is Opcode.COLLECTIVE_PERMUTE:
+    dependence = call.descriptor.dependence
+    if dependence is Dependence.PAIR_SOURCE:
         return {s for s, t in call.pairs if t in wanted}
     groups = call.touching_groups(devices)
-    if call.kind is Opcode.COLLECTIVE_BROADCAST:
+    if dependence is Dependence.GROUP_ROOT:
         return {g[0] for g in groups}
     return {d for g in groups for d in g}
 
@@ -89,12 +90,13 @@ def exact_collective(call: CollectiveCall, exchange: Exchange, layout: RankLayou
 def _apply(call: CollectiveCall, stacks: list[np.ndarray],
            position: dict[int, int]) -> list[np.ndarray]:
     """Call the shared semantics on compact stacks whose row ``position[d]`` is device d."""
-    if call.kind is Opcode.COLLECTIVE_PERMUTE:
+    dependence = call.descriptor.dependence
+    if dependence is Dependence.PAIR_SOURCE:
         mine = set(call.active)
         pairs = [(position[s], position[t]) for s, t in call.pairs if t in mine]
         return apply_collective(call, stacks, (), pairs)
     groups = call.touching_groups(call.active)
-    if call.kind is Opcode.COLLECTIVE_BROADCAST:
+    if dependence is Dependence.GROUP_ROOT:
         mine = set(call.active)
         local = [(position[g[0]], *[position[d] for d in g[1:] if d in mine]) for g in groups]
     else:
@@ -176,11 +178,12 @@ def exact_reduction(call: CollectiveCall, exchange: Exchange, layout: RankLayout
     exchange.swap(sends, receives, f"sharing folded chunks at {call.label}")
 
     shapes = [op.shape[1:] for op in call.operands]
-    if call.kind is Opcode.ALL_REDUCE and len(groups) == 1:
+    scatters = call.descriptor.scatters
+    if not scatters and len(groups) == 1:
         # Every device here holds the same result: a broadcast view, no copies.
         return [np.broadcast_to(reduced.reshape(shape), (len(call.active), *shape))
                 for reduced, shape in zip(reduced_of[0], shapes)]
-    if call.kind is Opcode.ALL_REDUCE:
+    if not scatters:
         outputs = [np.empty((len(call.active), *shape), dtype=op.dtype)
                    for shape, op in zip(shapes, call.operands)]
     else:
@@ -193,7 +196,7 @@ def exact_reduction(call: CollectiveCall, exchange: Exchange, layout: RankLayout
             for k, d in enumerate(call.active):
                 if d not in group:
                     continue
-                if call.kind is Opcode.ALL_REDUCE:
+                if not scatters:
                     outputs[i][k] = reduced
                 else:
                     outputs[i][k] = _block(reduced, len(group), call.dim, group.index(d))
@@ -204,9 +207,9 @@ def _fold_chunk(call: CollectiveCall, columns: list[tuple[np.ndarray, ...]],
                 operands: list[np.ndarray]) -> list[np.ndarray]:
     """Fold one chunk over the group's positions with the shared reduction order."""
     if call.variadic:
-        result = collectives.fold_group(columns, call.combine)
+        result = fold_group(columns, call.combine)
     else:
-        result = [collectives.fold_group([c[i] for c in columns], call.combine)
+        result = [fold_group([c[i] for c in columns], call.combine)
                   for i in range(len(operands))]
     return [np.asarray(r).astype(op.dtype, copy=False).reshape(-1)
             for r, op in zip(result, operands)]

@@ -12,8 +12,9 @@ on integers; and, or, xor on predicates. Everything else (variadic all-reduce, b
 a float maximum whose NaN and signed-zero rules MPI does not share, a reduction computation
 that is not a single elementwise op) falls back to exact mode for that collective.
 
-Every operation is nonblocking and completed by the control plane's ``wait``, which keeps
-watching for aborts. Sub-communicators are created when the transport starts, from the groups
+Which MPI operation moves a kind's data is its descriptor's ``mpi_pattern``; a kind without one
+(ragged-all-to-all) always runs in exact mode. Every operation is nonblocking and completed by
+the control plane's ``wait``, which keeps watching for aborts. Sub-communicators are created when the transport starts, from the groups
 of every collective in the module, in one global order, before control flow can diverge.
 """
 
@@ -26,10 +27,11 @@ import numpy as np
 
 from neuron_sim.hlo import Opcode
 
-from neuron_sim.interpreter import collectives
 from neuron_sim.interpreter.backends.mpi.exchange import as_bytes
 from neuron_sim.interpreter.backends.mpi.layout import RankLayout
-from neuron_sim.interpreter.transport import CollectiveCall
+from neuron_sim.interpreter.transport import CollectiveCall, apply_collective
+from neuron_sim.semantics.collectives.descriptor import GroupReading, MpiPattern
+from neuron_sim.semantics.collectives.reductions import fold_group
 
 __all__ = ["NativeCollectives"]
 
@@ -90,6 +92,8 @@ class NativeCollectives:
     # -- dispatch ------------------------------------------------------------------------------
     def supports(self, call: CollectiveCall) -> bool:
         """Whether ``call`` runs natively (otherwise the transport uses exact mode)."""
+        if call.descriptor.mpi_pattern is None:
+            return False
         if call.is_reduction:
             if call.variadic or call.reduction is None:
                 return False
@@ -101,15 +105,12 @@ class NativeCollectives:
         return all(self._comm_for(ranks) is not None for ranks in self._rank_sets(call))
 
     def run(self, call: CollectiveCall, peer_active: dict[int, tuple[int, ...]]) -> list[np.ndarray]:
-        run = {Opcode.ALL_REDUCE: self._all_reduce, Opcode.REDUCE_SCATTER: self._reduce_scatter,
-               Opcode.ALL_GATHER: self._all_gather, Opcode.ALL_TO_ALL: self._all_to_all,
-               Opcode.COLLECTIVE_PERMUTE: self._permute,
-               Opcode.COLLECTIVE_BROADCAST: self._broadcast}[call.kind]
-        return run(call)
+        """The outputs of ``call`` (which ``supports``), by its descriptor's MPI pattern."""
+        return _RUNNERS[call.descriptor.mpi_pattern](self, call)
 
     # -- helpers -------------------------------------------------------------------------------
     def _rank_sets(self, call: CollectiveCall) -> set[tuple[int, ...]]:
-        if call.kind is Opcode.COLLECTIVE_PERMUTE:
+        if call.descriptor.group_reading is GroupReading.SOURCE_TARGET_PAIRS:
             return set()
         return {tuple(self.layout.ranks_of(g)) for g in call.touching_groups(call.active)}
 
@@ -129,7 +130,7 @@ class NativeCollectives:
                     row_of: dict[int, int]) -> np.ndarray:
         rows = [x[row_of[d]] for d in group if d in row_of]
         # For the reductions MPI runs natively, ``combine`` is the numpy ufunc MPI's op matches.
-        return collectives.fold_group(rows, call.combine)
+        return fold_group(rows, call.combine)
 
     # -- reductions ----------------------------------------------------------------------------
     def _reduced(self, call: CollectiveCall) -> tuple[list[dict[tuple[int, ...], np.ndarray]], list]:
@@ -238,7 +239,7 @@ class NativeCollectives:
         position = {d: k for k, d in enumerate(ids)}
         stack = np.stack([rows[d] for d in ids])
         groups = [tuple(position[d] for d in g) for g in call.touching_groups(call.active)]
-        out = collectives.all_gather(stack, groups, call.dim)
+        (out,) = apply_collective(call, [stack], groups)
         return out[[position[d] for d in call.active]]
 
     def _all_to_all(self, call: CollectiveCall) -> list[np.ndarray]:
@@ -350,3 +351,14 @@ class NativeCollectives:
 
 def _displacements(counts: list[int]) -> list[int]:
     return np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int).tolist() if counts else []
+
+
+# The method moving each MPI pattern's data.
+_RUNNERS: dict[MpiPattern, Callable[[NativeCollectives, CollectiveCall], list[np.ndarray]]] = {
+    MpiPattern.ALLREDUCE: NativeCollectives._all_reduce,
+    MpiPattern.REDUCE_SCATTER: NativeCollectives._reduce_scatter,
+    MpiPattern.ALLGATHERV: NativeCollectives._all_gather,
+    MpiPattern.ALLTOALLV: NativeCollectives._all_to_all,
+    MpiPattern.SEND_RECV: NativeCollectives._permute,
+    MpiPattern.BCAST: NativeCollectives._broadcast,
+}

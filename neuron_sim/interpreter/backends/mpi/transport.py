@@ -7,8 +7,8 @@ that reached it) with its :class:`Fingerprint`. The transport
 1. exchanges arrivals with the peer ranks (those hosting another member of a group one of its
    devices belongs to) and checks that every participant of those groups arrived at the same
    collective — otherwise every rank ends with the same mismatch message;
-2. moves the data: ``exact`` (default) gathers the inputs each device needs and applies
-   ``neuron_sim.interpreter.collectives``, bit-identical to the local backend; ``native`` uses MPI's own
+2. moves the data: ``exact`` (default) gathers the inputs each device needs and applies the
+   kind's data function, bit-identical to the local backend; ``native`` uses MPI's own
    collectives on sub-communicators, faster, possibly different in the last bits of floats.
 """
 
@@ -18,14 +18,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from neuron_sim.hlo import Opcode
-
 from neuron_sim.interpreter.backends.mpi.exact import exact_collective
 from neuron_sim.interpreter.backends.mpi.exchange import ArraySpec, Exchange
 from neuron_sim.interpreter.backends.mpi.layout import RankLayout
 from neuron_sim.interpreter.backends.mpi.protocol import (Arrival, CollectiveMismatch, ControlPlane,
                                                check_groups_arrived)
 from neuron_sim.interpreter.transport import CollectiveCall, Fingerprint
+from neuron_sim.semantics.collectives.descriptor import GroupReading
 
 __all__ = ["MODES", "MpiTransport"]
 
@@ -89,7 +88,7 @@ class MpiTransport:
         arrival = Arrival(self.rank, fingerprint, call.label or call.kind.spelling,
                           tuple(call.active))
         involved = set().union(*call.touching_groups(call.active)) if call.groups else set()
-        if call.kind is Opcode.COLLECTIVE_PERMUTE:
+        if call.descriptor.group_reading is GroupReading.SOURCE_TARGET_PAIRS:
             involved |= {d for pair in call.pairs for d in pair if
                          pair[0] in call.active or pair[1] in call.active}
         peers = [r for r in self.layout.ranks_of(involved) if r != self.rank]
