@@ -45,7 +45,8 @@ NATIVE_MODULES = ("ar_cross_replica", "ar_flattened_unsorted", "rs_flattened_iot
                   "a2a_cross_partition", "a2a_tuple_cross_replica",
                   "permute_cross_partition_ring", "permute_cross_replica_partial",
                   "broadcast_cross_partition", "ar_bf16_cross_replica", "ar_two_operands_max",
-                  "while_replica_dependent_trips", "cond_partition_dependent_groups")
+                  "while_replica_dependent_trips", "cond_partition_dependent_groups",
+                  "ragged_cross_partition")
 
 
 def mpiexec(n: int, *args: str, timeout: float = 150) -> subprocess.CompletedProcess:

@@ -210,6 +210,29 @@ ENTRY %main (p: s32[2,3]) -> s32[16,3] {
   ROOT %ag = s32[16,3] all-gather(%p), channel_id=4, dimensions={0}
 }
 """,
+# ragged-all-to-all within each replica's 4 partitions (CrossPartition): partition p sends
+# 1 + (p + j) % 2 rows to partition j, the offsets and sizes picked by partition-id from
+# tables; rows 6 and 7 of the output buffer (-1) are written by nobody.
+"ragged_cross_partition": """HloModule ragged_cp, replica_count=2, num_partitions=4
+
+ENTRY %main (p: f32[6,3]) -> f32[8,3] {
+  %p = f32[6,3] parameter(0)
+  %minus_one = f32[] constant(-1)
+  %buffer = f32[8,3] broadcast(%minus_one), dimensions={}
+  %pid = u32[] partition-id()
+  %zero = u32[] constant(0)
+  %io_table = s32[4,4] constant({{0,1,3,4},{0,2,3,5},{0,1,3,4},{0,2,3,5}})
+  %io_row = s32[1,4] dynamic-slice(%io_table, %pid, %zero), dynamic_slice_sizes={1,4}
+  %io = s32[4] reshape(%io_row)
+  %size_table = s32[4,4] constant({{1,2,1,2},{2,1,2,1},{1,2,1,2},{2,1,2,1}})
+  %size_row = s32[1,4] dynamic-slice(%size_table, %pid, %zero), dynamic_slice_sizes={1,4}
+  %sizes = s32[4] reshape(%size_row)
+  %oo_table = s32[4,4] constant({{0,0,0,0},{1,2,1,2},{3,3,3,3},{4,5,4,5}})
+  %oo_row = s32[1,4] dynamic-slice(%oo_table, %pid, %zero), dynamic_slice_sizes={1,4}
+  %oo = s32[4] reshape(%oo_row)
+  ROOT %ra2a = f32[8,3] ragged-all-to-all(%p, %buffer, %io, %sizes, %oo, %sizes), channel_id=13, replica_groups={{0,1,2,3}}
+}
+""",
 # Without source_target_pairs (or with none): nothing moves, every device receives zeros.
 "permute_without_pairs": """HloModule cp_no_pairs, replica_count=2, num_partitions=4
 
