@@ -160,7 +160,10 @@ class CollectiveDescriptor:
 
     Elsewhere: ``symbolic`` is the symbolic evaluator's treatment, ``index_operands`` the
     operands that decide indexing (they must be concrete numbers there); ``mpi_pattern`` the
-    MPI operation of the native backend (None: exact mode only).
+    MPI operation of the native backend (None: exact mode only); ``legalized`` whether XLA's
+    DeviceAssignmentLegalization rewrites the sync op's groups or pairs to physical device ids
+    (docs/passes.md: it refuses async starts, collective-broadcast and ragged-all-to-all), so
+    whether a module may hold it with physical groups after that pass.
     """
 
     name: str
@@ -186,6 +189,7 @@ class CollectiveDescriptor:
     operand_roles: tuple[str, ...] = ()
     index_operands: tuple[int, ...] = ()
     unexecuted: Callable[[Any], "str | None"] | None = None
+    legalized: bool = False
 
     def __post_init__(self) -> None:
         if (self.start is None) != (self.done is None) or \

@@ -1,4 +1,4 @@
-"""Checking a collective's stacked operands and groups, and the group tables its data functions index.
+"""Checking a collective's stacked operands and groups; the group tables its data functions use.
 
 A per-device value is a stacked array ``x`` of shape ``(D, *shape)``: row ``f`` is the value on
 flattened device ``f`` (or, inside a backend, on the device its row stands for). A *group* is an

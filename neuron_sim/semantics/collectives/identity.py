@@ -89,7 +89,8 @@ def groups_violation(mode: GroupMode, groups: ReplicaGroups,
     partitions = _ids([p for _, p in coordinates])
     if mode is GroupMode.CROSS_REPLICA_AND_PARTITION:
         span = "spans" if len(set(replicas)) == 1 else "x"
-        return f"group mode {mode}, {group} {span} partitions {partitions} -> {len(big)} participants"
+        return (f"group mode {mode}, {group} {span} partitions {partitions} -> {len(big)} "
+                "participants")
     return f"group mode {mode}, {group} (partition {partitions}) -> {len(big)} participants"
 
 

@@ -94,7 +94,7 @@ ALL_REDUCE = CollectiveDescriptor(
     group_reading=GroupReading.REPLICA_GROUPS, group_mode_row=GroupModeRow.GLOBAL_DEVICE_IDS,
     uniform_groups=False, reduces=True, shape_rule=same_as_operands, results=_all_reduce,
     group_result=_reduced_once, dependence=Dependence.WHOLE_GROUP,
-    symbolic=SymbolicForm.FOLD_MULTISET, mpi_pattern=MpiPattern.ALLREDUCE)
+    symbolic=SymbolicForm.FOLD_MULTISET, mpi_pattern=MpiPattern.ALLREDUCE, legalized=True)
 
 ALL_GATHER = CollectiveDescriptor(
     name="all-gather", sync=Opcode.ALL_GATHER, start=Opcode.ALL_GATHER_START,
@@ -103,7 +103,7 @@ ALL_GATHER = CollectiveDescriptor(
     dimension_attribute="dimensions", shard_direction=ShardDirection.GATHER,
     shape_rule=gathered_shape, results=_all_gather, group_result=_gathered_once,
     dependence=Dependence.WHOLE_GROUP, symbolic=SymbolicForm.MOVE_HANDLES,
-    mpi_pattern=MpiPattern.ALLGATHERV)
+    mpi_pattern=MpiPattern.ALLGATHERV, legalized=True)
 
 REDUCE_SCATTER = CollectiveDescriptor(
     name="reduce-scatter", sync=Opcode.REDUCE_SCATTER,
@@ -111,14 +111,14 @@ REDUCE_SCATTER = CollectiveDescriptor(
     reduces=True, scatters=True, dimension_attribute="dimensions",
     shard_direction=ShardDirection.SCATTER, shape_rule=scattered_shape,
     results=_reduce_scatter, dependence=Dependence.WHOLE_GROUP,
-    symbolic=SymbolicForm.FOLD_MULTISET, mpi_pattern=MpiPattern.REDUCE_SCATTER)
+    symbolic=SymbolicForm.FOLD_MULTISET, mpi_pattern=MpiPattern.REDUCE_SCATTER, legalized=True)
 
 ALL_TO_ALL = CollectiveDescriptor(
     name="all-to-all", sync=Opcode.ALL_TO_ALL,
     group_reading=GroupReading.REPLICA_GROUPS, group_mode_row=GroupModeRow.CHANNEL_ONLY,
     dimension_attribute="dimensions", tuple_form=True, shape_rule=all_to_all_shape,
     results=_all_to_all, dependence=Dependence.WHOLE_GROUP,
-    symbolic=SymbolicForm.MOVE_HANDLES, mpi_pattern=MpiPattern.ALLTOALLV)
+    symbolic=SymbolicForm.MOVE_HANDLES, mpi_pattern=MpiPattern.ALLTOALLV, legalized=True)
 
 RAGGED_ALL_TO_ALL = CollectiveDescriptor(
     name="ragged-all-to-all", sync=Opcode.RAGGED_ALL_TO_ALL,
@@ -135,7 +135,7 @@ COLLECTIVE_PERMUTE = CollectiveDescriptor(
     start_form=StartForm.WRAPPED, group_reading=GroupReading.SOURCE_TARGET_PAIRS,
     group_mode_row=GroupModeRow.CHANNEL_ONLY, shape_rule=same_as_operands, results=_permute,
     dependence=Dependence.PAIR_SOURCE, symbolic=SymbolicForm.MOVE_HANDLES,
-    mpi_pattern=MpiPattern.SEND_RECV, unexecuted=_inplace_permute)
+    mpi_pattern=MpiPattern.SEND_RECV, unexecuted=_inplace_permute, legalized=True)
 
 COLLECTIVE_BROADCAST = CollectiveDescriptor(
     name="collective-broadcast", sync=Opcode.COLLECTIVE_BROADCAST,

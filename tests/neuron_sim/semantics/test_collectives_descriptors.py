@@ -1,4 +1,4 @@
-"""The collective descriptors: one per kind, each fact as docs/semantics.md §2-§3 and XLA state it.
+"""The collective descriptors: one per kind, each fact as docs/semantics.md §2-§3 and XLA say.
 
 Expected values are written out by hand (the tables of docs/semantics.md, XLA's async start
 shapes, small groups folded on paper); none is read back from the descriptors under test.
@@ -87,6 +87,13 @@ def test_reductions_symbolic_forms_and_dependences():
     assert descriptor_of(Opcode.COLLECTIVE_PERMUTE).dependence is Dependence.PAIR_SOURCE
     assert descriptor_of(Opcode.RAGGED_ALL_TO_ALL).index_operands == (2, 3, 4, 5)
     assert descriptor_of(Opcode.RAGGED_ALL_TO_ALL).mpi_pattern is None
+
+
+def test_the_kinds_device_assignment_legalization_rewrites():
+    """docs/passes.md: DeviceAssignmentLegalization rewrites all-gather, all-reduce,
+    reduce-scatter, all-to-all and collective-permute, and refuses the rest."""
+    assert {d.name for d in DESCRIPTORS if d.legalized} == {
+        "all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute"}
 
 
 # (kind, operand shapes, dimension, group size) -> result, by hand.

@@ -14,8 +14,9 @@ that is not a single elementwise op) falls back to exact mode for that collectiv
 
 Which MPI operation moves a kind's data is its descriptor's ``mpi_pattern``; a kind without one
 (ragged-all-to-all) always runs in exact mode. Every operation is nonblocking and completed by
-the control plane's ``wait``, which keeps watching for aborts. Sub-communicators are created when the transport starts, from the groups
-of every collective in the module, in one global order, before control flow can diverge.
+the control plane's ``wait``, which keeps watching for aborts. Sub-communicators are created
+when the transport starts, from the groups of every collective in the module, in one global
+order, before control flow can diverge.
 """
 
 from __future__ import annotations
