@@ -225,6 +225,32 @@ def test_identity_reads_physical_groups_through_the_device_assignment():
                                                         topology)
 
 
+def test_identity_decides_as_the_guarded_strip_on_logical_groups():
+    """On logical groups the one degenerate rule and StripTrivialCollectives (the guarded
+    DeletePermute) decide every collective of the test modules alike, on three topologies."""
+    from neuron_sim.passes.neuron.strip_trivial_collectives import trivial_collective_violation
+    from neuron_sim.physical_groups import groups_are_physical
+
+    judged = 0
+    for path in sorted((ROOT / "tests" / "data").rglob("*.hlo")):
+        try:
+            module = parse_module(path.read_text())
+        except Exception:  # noqa: BLE001 - fixtures that are invalid on purpose
+            continue
+        for inst in module.instructions():
+            descriptor = descriptor_of(inst.opcode)
+            if descriptor is None or inst.opcode is not descriptor.sync or \
+                    groups_are_physical(inst) or len(inst.operands) != 1:
+                continue
+            for topology in (Topology(module.replica_count or 1, module.num_partitions or 1),
+                             Topology(1, 1), Topology(2, 2)):
+                ours = identity_violation(inst, topology)
+                theirs = trivial_collective_violation(inst, topology)
+                assert (ours is None) == (theirs is None), (path.name, inst.name, ours, theirs)
+                judged += 1
+    assert judged > 500
+
+
 COLLECTIVE_OPCODE_NAMES = {op.name for d in DESCRIPTORS for op in d.all_opcodes}
 
 
