@@ -188,16 +188,17 @@ def bench_verify(rounds: int) -> list[dict]:
     integer and pred parameters (rows repeat across devices: the input generator's worst case)
     and an all-reduce: the differential verification (``proof="sampled"``, the goal) and, as
     a detail, the default that also tries a symbolic proof of a CORRECT verdict."""
-    from neuron_sim.verify.api import check_modules
+    from neuron_sim.verify.api import VerifyOptions, check_modules
 
     records = []
     for devices, target in ((512, 40.0), (4096, 5.0)):
         module = parse_module(VERIFY_MODULE.format(devices=devices))
-        status = check_modules(module, module, proof="sampled").status
+        sampled = VerifyOptions(proof="sampled")
+        status = check_modules(module, module, options=sampled).status
         number = 3 if devices <= 512 else 1
         rates = alternating({
             "sampled": lambda: 1 / seconds(lambda: check_modules(module, module,
-                                                                 proof="sampled"), number),
+                                                                 options=sampled), number),
             "auto": lambda: 1 / seconds(lambda: check_modules(module, module), 1)}, rounds)
         records.append(goal(f"verify at {devices} devices", rates["sampled"], target,
                             at_most=False, unit="verifications/s", status=str(status.value),

@@ -32,7 +32,7 @@ from neuron_sim.topology import Topology  # noqa: E402
 from neuron_sim.passes import PassContext, PassPipeline  # noqa: E402
 from neuron_sim.passes.named_pipelines import PIPELINES  # noqa: E402
 from neuron_sim.passes.registry import pass_keys  # noqa: E402
-from neuron_sim.verify.api import check_pass  # noqa: E402
+from neuron_sim.verify.api import VerifyOptions, check_pass  # noqa: E402
 from neuron_sim.verify.result import Status, VerificationResult  # noqa: E402
 
 CORPUS = ROOT / "tests" / "data" / "jax"
@@ -73,14 +73,14 @@ def timed_closer(module: HloModule, keys: list[str]) -> tuple[float, str | None]
     return time.perf_counter() - started, None
 
 
-def verified(name: str, module: HloModule, keys: list[str], trials: int,
-             **settings: Any) -> tuple[VerificationResult, bool]:
-    """``check_pass`` on drawn inputs, again on JAX's inputs if the drawn ones compared nothing;
-    the result and whether JAX's inputs decided it."""
-    result = check_pass(module, keys, None, trials=trials, minimize=False, **settings)
+def verified(name: str, module: HloModule, keys: list[str],
+             options: VerifyOptions) -> tuple[VerificationResult, bool]:
+    """``check_pass`` under ``options`` (unminimized) on drawn inputs, again on JAX's inputs
+    if the drawn ones compared nothing; the result and whether JAX's inputs decided it."""
+    options = options.replace(minimize=False)
+    result = check_pass(module, keys, options=options)
     if result.status is Status.FAILED_TO_PROVE:
-        return check_pass(module, keys, None, inputs=jax_inputs(name), minimize=False,
-                          **settings), True
+        return check_pass(module, keys, options=options.replace(inputs=jax_inputs(name))), True
     return result, False
 
 
@@ -89,7 +89,8 @@ def verify_module(name: str, trials: int) -> dict[str, Any]:
     module = parse_module_file(str(CORPUS / f"{name}.hlo"))
     keys, _ = closer_keys(with_inject=False)
     seconds, failing_pass = timed_closer(module, keys)
-    result, on_jax_inputs = verified(name, module, keys, trials, name_breaking_pass=True)
+    options = VerifyOptions(trials=trials, name_breaking_pass=True)
+    result, on_jax_inputs = verified(name, module, keys, options)
     record = {"module": name, "status": str(result.status), "closer_seconds": seconds,
               "changed": bool(result.changed), "breaking_pass": result.breaking_pass,
               "failing_pass": failing_pass, "on_jax_inputs": on_jax_inputs,
@@ -97,8 +98,8 @@ def verify_module(name: str, trials: int) -> dict[str, Any]:
     if result.counterexample is not None:
         record["counterexample"] = str(result.counterexample)[:400]
     inject_keys, _ = closer_keys(with_inject=True)
-    control, _ = verified(name, module, inject_keys, trials, pass_options=CONTROL_OPTIONS,
-                          name_breaking_pass=True)
+    control, _ = verified(name, module, inject_keys,
+                          options.replace(pass_options=CONTROL_OPTIONS))
     record["control_status"] = str(control.status)
     record["control_breaking_pass"] = control.breaking_pass
     record["control_changed"] = bool(control.changed)

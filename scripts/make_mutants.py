@@ -746,11 +746,12 @@ KNOWN_MISSES: dict[str, str] = {
 
 
 def verify_mutant(mutant: Mutant, trials: int, runner=None) -> Verdict:
-    from neuron_sim.verify.api import check_modules
+    from neuron_sim.verify.api import VerifyOptions, check_modules
 
     start = time.perf_counter()
-    result = check_modules(mutant.before, mutant.after, mutant.topologies, trials=trials,
-                           minimize=False, runner=runner, timeout=TIMEOUT)
+    result = check_modules(mutant.before, mutant.after, mutant.topologies,
+                           VerifyOptions(trials=trials, minimize=False, runner=runner,
+                                         timeout=TIMEOUT))
     verdict = Verdict(mutant, result.status.value, result.error_line,
                       seconds=time.perf_counter() - start, detail=result.detail)
     if not verdict.caught:
@@ -763,12 +764,13 @@ def verify_mutant(mutant: Mutant, trials: int, runner=None) -> Verdict:
 def verified_bases(pairs: Sequence[BasePair], trials: int, runner=None
                    ) -> tuple[list[BasePair], list[tuple[BasePair, str]]]:
     """The pairs that verify CORRECT (mutating anything else proves nothing), and the rest."""
-    from neuron_sim.verify.api import check_modules
+    from neuron_sim.verify.api import VerifyOptions, check_modules
 
     good, skipped = [], []
     for pair in pairs:
-        result = check_modules(pair.before, pair.after, pair.topologies, trials=trials,
-                               minimize=False, runner=runner, timeout=TIMEOUT)
+        result = check_modules(pair.before, pair.after, pair.topologies,
+                               VerifyOptions(trials=trials, minimize=False, runner=runner,
+                                             timeout=TIMEOUT))
         if result.status.value == "CORRECT":
             good.append(pair)
         else:

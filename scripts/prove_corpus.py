@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from neuron_sim import parse_module  # noqa: E402
-from neuron_sim.verify import check_modules, check_pass  # noqa: E402
+from neuron_sim.verify import VerifyOptions, check_modules, check_pass  # noqa: E402
 from neuron_sim.verify.inputs import DEFAULT_TRIALS  # noqa: E402
 from neuron_sim.proofs.all_inputs import prove  # noqa: E402
 from neuron_sim.verify.report import read_pair_file  # noqa: E402
@@ -35,8 +35,9 @@ def golden(limit: int | None) -> collections.Counter:
     for path in sorted((ROOT / "tests/data/verify").glob("*.hlo"))[:limit]:
         before, after, header = read_pair_file(path)
         result = check_modules(before, after, header.get("topologies", "").split() or None,
-                               contract=header.get("contract", "exact"),
-                               trials=int(header.get("trials", DEFAULT_TRIALS)), minimize=False)
+                               VerifyOptions(contract=header.get("contract", "exact"),
+                                             trials=int(header.get("trials", DEFAULT_TRIALS)),
+                                             minimize=False))
         kind = f"{result.status.value}/{result.proof}"
         counts[f"expected {header['status']} -> {kind}"] += 1
         print(f"golden {path.stem:45s} expected {header['status']:16s} {kind}")
@@ -48,7 +49,8 @@ def examples(limit: int | None) -> collections.Counter:
     for path in sorted((ROOT / "examples").glob("*.hlo"))[:limit]:
         group = next(p for prefix, p in EXAMPLE_PASSES.items() if path.stem.startswith(prefix))
         for passes in group:
-            result = check_pass(parse_module(path.read_text()), passes, minimize=False)
+            result = check_pass(parse_module(path.read_text()), passes,
+                                options=VerifyOptions(minimize=False))
             kind = f"{result.status.value}/{result.proof}"
             counts[kind] += 1
             notes = [n for n in result.notes if "no proof" in n]

@@ -61,7 +61,7 @@ def run_prove(args: argparse.Namespace) -> int:
 
 def _prove_module(args: argparse.Namespace) -> int:
     from neuron_sim.proofs.index.ar_ds_pairs import find_ar_ds_pairs
-    from neuron_sim.proofs.index.fold_proof import Status, pair_group_mode, prove_pair
+    from neuron_sim.proofs.index.fold_proof import FoldStatus, pair_group_mode, prove_pair
     from neuron_sim.proofs.seed_matchers import seed_matches
 
     module, topology = module_and_topology(args)
@@ -70,9 +70,9 @@ def _prove_module(args: argparse.Namespace) -> int:
         proof = prove_pair(pair, topology)
         records.append((pair, proof, seed_matches(pair), pair_group_mode(pair)))
     statuses = [proof.status for _, proof, _, _ in records]
-    code = (EXIT_REFUTED if Status.REFUTED in statuses
-            else EXIT_FAILED_TO_PROVE if Status.FAILED_TO_PROVE in statuses else EXIT_PROVEN)
-    counts = {str(s): statuses.count(s) for s in Status}
+    code = (EXIT_REFUTED if FoldStatus.REFUTED in statuses
+            else EXIT_FAILED_TO_PROVE if FoldStatus.FAILED_TO_PROVE in statuses else EXIT_PROVEN)
+    counts = {str(s): statuses.count(s) for s in FoldStatus}
     if args.json:
         print_json({"module": module.name, "file": args.module, "topology": str(topology),
                     "devices": topology.num_devices,

@@ -55,7 +55,7 @@ POOLS = tuple(POOL_READINGS)  # identity, multiplied, repeated
 QUERY_TIMEOUT_MS = 120_000
 
 
-class Layout(str, enum.Enum):
+class GroupLayout(str, enum.Enum):
     CONTIGUOUS = "contiguous"   # {{0..g-1}, {g..2g-1}, ...}
     STRIDED = "strided"         # {{0, G, 2G, ...}, {1, G+1, ...}, ...}
 
@@ -64,7 +64,7 @@ class Layout(str, enum.Enum):
 
     def groups(self, groups: int, width: int) -> list[list[int]]:
         """The concrete groups (partition ids) for G = ``groups`` and g = ``width``."""
-        if self is Layout.CONTIGUOUS:
+        if self is GroupLayout.CONTIGUOUS:
             return [[k * width + j for j in range(width)] for k in range(groups)]
         return [[k + groups * j for j in range(width)] for k in range(groups)]
 
@@ -96,17 +96,17 @@ class IntModel:
     def is_device(self, k: z3.ArithRef, j: z3.ArithRef) -> z3.BoolRef:
         return z3.And(k >= 0, k < self.G, j >= 0, j < self.g)
 
-    def partition(self, layout: Layout, k: z3.ArithRef, j: z3.ArithRef) -> z3.ArithRef:
-        return k * self.g + j if layout is Layout.CONTIGUOUS else k + self.G * j
+    def partition(self, layout: GroupLayout, k: z3.ArithRef, j: z3.ArithRef) -> z3.ArithRef:
+        return k * self.g + j if layout is GroupLayout.CONTIGUOUS else k + self.G * j
 
-    def pool_value(self, pool: str, layout: Layout, k: z3.ArithRef, j: z3.ArithRef,
+    def pool_value(self, pool: str, layout: GroupLayout, k: z3.ArithRef, j: z3.ArithRef,
                    tag: str) -> tuple[list[z3.BoolRef], z3.ArithRef]:
         """``POOL[partition(k, j)]``. The pool index p is written ``a*g + b`` (0 <= b < g); for
         contiguous groups that is (k, j) itself — Euclid's division is unique
         (``prove_lemmas``) — so no quotient variable is needed there."""
         _check_pool(pool)
         p = self.partition(layout, k, j)
-        if layout is Layout.CONTIGUOUS:
+        if layout is GroupLayout.CONTIGUOUS:
             constraints, b = [], j
         else:
             a, b = z3.Ints(f"a_{tag} b_{tag}")
@@ -114,7 +114,7 @@ class IntModel:
         value = {"identity": p, "multiplied": self.s * b, "repeated": b}[pool]
         return constraints, value
 
-    def offset(self, pool: str, layout: Layout, k: z3.ArithRef, j: z3.ArithRef,
+    def offset(self, pool: str, layout: GroupLayout, k: z3.ArithRef, j: z3.ArithRef,
                tag: str) -> tuple[list[z3.BoolRef], z3.ArithRef]:
         """``s32(s * POOL[p])``: the exact product minus the multiple of 2^32 that puts it in
         the s32 range."""
@@ -127,7 +127,7 @@ class IntModel:
         limit = (self.g - 1) * self.s
         return z3.If(offset < 0, 0, z3.If(offset > limit, limit, offset))
 
-    def mismatch(self, pool: str, layout: Layout, k: z3.ArithRef, j: z3.ArithRef,
+    def mismatch(self, pool: str, layout: GroupLayout, k: z3.ArithRef, j: z3.ArithRef,
                  tag: str) -> tuple[list[z3.BoolRef], z3.BoolRef]:
         """The device (k, j) reads a row other than ``j * s``."""
         constraints, offset = self.offset(pool, layout, k, j, tag)
@@ -172,11 +172,11 @@ class BitVecModel:
     def is_device(self, k: z3.BitVecRef, j: z3.BitVecRef) -> z3.BoolRef:
         return z3.And(z3.ULT(k, self.G), z3.ULT(j, self.g))
 
-    def partition(self, layout: Layout, k: z3.BitVecRef, j: z3.BitVecRef) -> z3.BitVecRef:
+    def partition(self, layout: GroupLayout, k: z3.BitVecRef, j: z3.BitVecRef) -> z3.BitVecRef:
         """The device's partition; exact whenever (k, j) is a device (it is < G*g then)."""
-        return k * self.g + j if layout is Layout.CONTIGUOUS else k + self.G * j
+        return k * self.g + j if layout is GroupLayout.CONTIGUOUS else k + self.G * j
 
-    def pool_value(self, pool: str, layout: Layout, k: z3.BitVecRef,
+    def pool_value(self, pool: str, layout: GroupLayout, k: z3.BitVecRef,
                    j: z3.BitVecRef) -> z3.BitVecRef:
         """``POOL[p]`` as an s32 bit-vector: ``p``, ``s * (p mod g)`` or ``p mod g``."""
         _check_pool(pool)
@@ -188,7 +188,7 @@ class BitVecModel:
             return z3.Extract(31, 0, self.wide(self.s) * self.wide(b))
         return z3.ZeroExt(32 - self.ID_BITS, b)
 
-    def offset(self, pool: str, layout: Layout, k: z3.BitVecRef,
+    def offset(self, pool: str, layout: GroupLayout, k: z3.BitVecRef,
                j: z3.BitVecRef) -> z3.BitVecRef:
         """``s32(s * POOL[p])``: a 32-bit multiply."""
         return self.s * self.pool_value(pool, layout, k, j)
@@ -199,7 +199,7 @@ class BitVecModel:
         return z3.If(wide < 0, z3.BitVecVal(0, self.WIDE_BITS),
                      z3.If(wide > limit, limit, wide))
 
-    def mismatch(self, pool: str, layout: Layout, k: z3.BitVecRef,
+    def mismatch(self, pool: str, layout: GroupLayout, k: z3.BitVecRef,
                  j: z3.BitVecRef) -> z3.BoolRef:
         return self.clamped(self.offset(pool, layout, k, j)) != \
             self.wide(j) * self.wide(self.s)
@@ -260,7 +260,7 @@ class PoolWitness:
 @dataclass(frozen=True)
 class PoolVerdict:
     pool: str
-    layout: Layout
+    layout: GroupLayout
     proven: bool
     witness: PoolWitness | None
     seconds: float
@@ -277,7 +277,7 @@ ATTEMPTS = {"QF_NIA": ((0, 2_000), (1, 2_000), (2, 4_000), (3, 8_000), (4, QUERY
             "QF_BV": ((0, QUERY_TIMEOUT_MS), (1, QUERY_TIMEOUT_MS))}
 
 
-def decide(facts: list[z3.BoolRef], logic: str = "QF_NIA") -> z3.ModelRef | None:
+def model_of(facts: list[z3.BoolRef], logic: str = "QF_NIA") -> z3.ModelRef | None:
     """A model of ``facts``, or None if they are unsatisfiable (proof by z3).
 
     ``logic`` is "QF_NIA" for the integer encoding (z3's non-incremental QF_NIA configuration
@@ -299,7 +299,7 @@ def decide(facts: list[z3.BoolRef], logic: str = "QF_NIA") -> z3.ModelRef | None
     raise UndecidedError(f"z3 gave up after {len(ATTEMPTS[logic])} attempts: {reason}")
 
 
-def verdict(pool: str, layout: Layout, *, max_devices: int = MAX_DEVICES) -> PoolVerdict:
+def verdict(pool: str, layout: GroupLayout, *, max_devices: int = MAX_DEVICES) -> PoolVerdict:
     """Prove "the matcher accepts ⟹ the fold is sound" for every (G, g, s, device) of the
     model, or find the smallest witness in the order (G, g, s, device)."""
     started = time.perf_counter()
@@ -315,7 +315,7 @@ def verdict(pool: str, layout: Layout, *, max_devices: int = MAX_DEVICES) -> Poo
         if smallest is None:
             return PoolVerdict(pool, layout, True, None, time.perf_counter() - started)
         facts.append(term == smallest)
-    model = decide(facts)
+    model = model_of(facts)
     assert model is not None
 
     def value(term: z3.ArithRef) -> int:
@@ -338,7 +338,7 @@ def _smallest(facts: list[z3.BoolRef], term: z3.ArithRef, low: int, high: int) -
     step = 1
     while True:
         bound = min(below + step - 1, high)
-        model = decide(facts + [term <= bound])
+        model = model_of(facts + [term <= bound])
         if model is not None:
             break
         if bound == high:
@@ -347,7 +347,7 @@ def _smallest(facts: list[z3.BoolRef], term: z3.ArithRef, low: int, high: int) -
     best = model.eval(term, model_completion=True).as_long()
     while below < best:
         middle = (below + best) // 2
-        model = decide(facts + [term <= middle])
+        model = model_of(facts + [term <= middle])
         if model is not None:
             best = model.eval(term, model_completion=True).as_long()
         else:
@@ -402,17 +402,17 @@ def _one_group(m: IntModel | BitVecModel) -> z3.BoolRef:
     return m.G == 1
 
 
-CHARACTERIZATIONS: dict[tuple[str, Layout], Characterization] = {
-    ("identity", Layout.CONTIGUOUS): Characterization(
+CHARACTERIZATIONS: dict[tuple[str, GroupLayout], Characterization] = {
+    ("identity", GroupLayout.CONTIGUOUS): Characterization(
         "G == 1", _cases(_one_group), _one_group, _at(1, 0),
         "device g (position 0 of group 1)"),
-    ("identity", Layout.STRIDED): Characterization(
+    ("identity", GroupLayout.STRIDED): Characterization(
         "G == 1", _cases(_one_group), _one_group, _at(1, 0),
         "device 1 (position 0 of group 1)"),
-    ("multiplied", Layout.CONTIGUOUS): Characterization(
+    ("multiplied", GroupLayout.CONTIGUOUS): Characterization(
         "s == 1 or (g == 2 and s32(s*s) >= s)", _multiplied_one_group_cases,
         _multiplied_one_group, _at(0, 1), "device 1 (position 1 of group 0)"),
-    ("multiplied", Layout.STRIDED): Characterization(
+    ("multiplied", GroupLayout.STRIDED): Characterization(
         "G == 1 and (s == 1 or (g == 2 and s32(s*s) >= s))",
         lambda m: (lambda side, cases: (side, [z3.And(m.G == 1, c) for c in cases]))(
             *_multiplied_one_group_cases(m)),
@@ -420,10 +420,10 @@ CHARACTERIZATIONS: dict[tuple[str, Layout], Characterization] = {
         lambda m: (z3.If(z3.And(m.G != 1, m.square_s32() > 0), m.id_value(1), m.id_value(0)),
                    z3.If(z3.And(m.G != 1, m.square_s32() > 0), m.id_value(0), m.id_value(1))),
         "device 1 when G == 1 or s32(s*s) > 0, else device G (position 1 of group 0)"),
-    ("repeated", Layout.CONTIGUOUS): Characterization(
+    ("repeated", GroupLayout.CONTIGUOUS): Characterization(
         "always", _cases(lambda m: z3.BoolVal(True)), lambda m: z3.BoolVal(True), _at(0, 0),
         "none"),
-    ("repeated", Layout.STRIDED): Characterization(
+    ("repeated", GroupLayout.STRIDED): Characterization(
         "G == 1", _cases(_one_group), _one_group, _at(1, 0),
         "device 1 (position 0 of group 1)"),
 }
@@ -442,7 +442,7 @@ class CharacterizationProof:
         return self.sufficient and self.necessary
 
 
-def prove_characterization(pool: str, layout: Layout, cases: IntCondition,
+def prove_characterization(pool: str, layout: GroupLayout, cases: IntCondition,
                            condition: BitVecCondition, witness: WitnessDevice, *,
                            max_devices: int = MAX_DEVICES) -> CharacterizationProof:
     """Prove that the fold is sound exactly when the condition holds.
@@ -455,7 +455,7 @@ def prove_characterization(pool: str, layout: Layout, cases: IntCondition,
 
     def refuted(facts: list[z3.BoolRef], logic: str, names: dict[str, Any]) -> bool:
         nonlocal counterexample
-        model = decide(facts, logic)
+        model = model_of(facts, logic)
         if model is None:
             return False
         counterexample = {name: model.eval(term, model_completion=True).as_long()
@@ -489,7 +489,7 @@ def prove_characterization(pool: str, layout: Layout, cases: IntCondition,
 @dataclass(frozen=True)
 class PoolRow:
     pool: str
-    layout: Layout
+    layout: GroupLayout
     verdict: PoolVerdict
     sound_when: str
     witness_device: str
@@ -510,11 +510,11 @@ class PoolRow:
                 "seconds": round(self.seconds, 3)}
 
 
-def pool_rows() -> list[tuple[str, Layout]]:
-    return list(itertools.product(POOLS, Layout))
+def pool_rows() -> list[tuple[str, GroupLayout]]:
+    return list(itertools.product(POOLS, GroupLayout))
 
 
-def pool_row(pool: str, layout: Layout, *, max_devices: int = MAX_DEVICES) -> PoolRow:
+def pool_row(pool: str, layout: GroupLayout, *, max_devices: int = MAX_DEVICES) -> PoolRow:
     """One row: the verdict with its smallest witness, and the proven exact condition."""
     started = time.perf_counter()
     result = verdict(pool, layout, max_devices=max_devices)

@@ -20,7 +20,7 @@ from neuron_sim.topology import Topology
 from neuron_sim.passes import get_pass
 from neuron_sim.passes.neuron.offset_pools import POOL_READINGS
 from neuron_sim.proofs.idioms import ArDsIdiom, offset_pool
-from neuron_sim.proofs.pools import Layout, PoolWitness
+from neuron_sim.proofs.pools import GroupLayout, PoolWitness
 
 MULTIPLE_GROUPS = "aws_neuron_rewrite_all_reduce_dynamic_slice_multiple_groups"
 
@@ -46,7 +46,7 @@ def mismatching_devices(before: HloModule, after: HloModule, topology: Topology)
     return [f for f in range(topology.num_devices) if not np.array_equal(a[f], b[f])]
 
 
-def pool_witness_idiom(pool: str, layout: Layout, witness: PoolWitness) -> ArDsIdiom:
+def pool_witness_idiom(pool: str, layout: GroupLayout, witness: PoolWitness) -> ArDsIdiom:
     """The seed's multiple-groups idiom for the witness's G, g and s: one replica, G*g
     partitions, FlattenedID groups in ``layout``, the ``pool`` literal."""
     G, g, s = witness.groups, witness.width, witness.slice_size
@@ -71,7 +71,7 @@ class PoolReplay:
                 and self.mismatching[0] == self.witness_device)
 
 
-def replay_pool_witness(pool: str, layout: Layout, witness: PoolWitness) -> PoolReplay:
+def replay_pool_witness(pool: str, layout: GroupLayout, witness: PoolWitness) -> PoolReplay:
     """Build the witness's module, fold it with the seed's multiple-groups pass and execute
     both on every device."""
     idiom = pool_witness_idiom(pool, layout, witness)

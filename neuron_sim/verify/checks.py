@@ -42,7 +42,8 @@ from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.topology import Topology
 from neuron_sim.passes.contracts import Contract
 from neuron_sim.verify import compare
-from neuron_sim.verify.execution import Failure, Outcome, Runner, execute, target_limit
+from neuron_sim.verify.execution import (FailureKind, Outcome, Runner, run_outcome,
+                                         target_limit)
 from neuron_sim.verify.inputs import exact_counterpart, generate_inputs, given_inputs, style_of_trial
 from neuron_sim.verify.result import Counterexample, Status, TopologyVerdict
 
@@ -166,16 +167,16 @@ def _outputs_malformed(trial: Trial) -> Finding | None:
 
 def _target_fails(trial: Trial) -> Finding | None:
     outcome = trial.target_outcome
-    if outcome.ok or outcome.failure is Failure.COLLECTIVE_MISMATCH:
+    if outcome.ok or outcome.failure is FailureKind.COLLECTIVE_MISMATCH:
         return None
     message = outcome.message
-    if outcome.failure is Failure.TIMEOUT:
+    if outcome.failure is FailureKind.TIMEOUT:
         message = f"the target {message}; the source took {trial.source_outcome.seconds:.2g} s"
     return Finding(TARGET_FAILS, trial.counterexample(TARGET_FAILS, message=message))
 
 
 def _collective_mismatch(trial: Trial) -> Finding | None:
-    if trial.target_outcome.failure is not Failure.COLLECTIVE_MISMATCH:
+    if trial.target_outcome.failure is not FailureKind.COLLECTIVE_MISMATCH:
         return None
     return Finding(COLLECTIVE_MISMATCH,
                    trial.counterexample(COLLECTIVE_MISMATCH, message=trial.target_outcome.message))
@@ -290,12 +291,12 @@ def _run_trial(source: HloModule, target: HloModule, topology: Topology, inputs:
     Returns None if every check passed, the first Finding, a _Skipped trial, or an ERROR
     verdict (the source fails, or either module needs what the interpreter lacks)."""
     where = f"topology {topology}, {style} inputs"
-    src = execute(runner, source, inputs, topology, seed, timeout)
-    if src.failure is Failure.COLLECTIVE_MISMATCH:
+    src = run_outcome(runner, source, inputs, topology, seed, timeout)
+    if src.failure is FailureKind.COLLECTIVE_MISMATCH:
         return _Skipped(True, f"{where}: {src.message}")
-    if src.failure is Failure.TIMEOUT:
+    if src.failure is FailureKind.TIMEOUT:
         return _Skipped(False, f"{where}: {src.message}")
-    if src.failure is Failure.UNSUPPORTED:
+    if src.failure is FailureKind.UNSUPPORTED:
         return TopologyVerdict(topology).fail(
             Status.ERROR, UNSUPPORTED,
             f"the source cannot be executed on topology {topology}: {src.message}")
@@ -303,8 +304,8 @@ def _run_trial(source: HloModule, target: HloModule, topology: Topology, inputs:
         return TopologyVerdict(topology).fail(
             Status.ERROR, SOURCE_FAILS, f"on topology {topology} with {style} inputs: "
                                         f"{src.message}")
-    tgt = execute(runner, target, inputs, topology, seed, target_limit(timeout, src))
-    if tgt.failure is Failure.UNSUPPORTED:
+    tgt = run_outcome(runner, target, inputs, topology, seed, target_limit(timeout, src))
+    if tgt.failure is FailureKind.UNSUPPORTED:
         return TopologyVerdict(topology).fail(
             Status.ERROR, UNSUPPORTED,
             f"the target cannot be executed on topology {topology}: {tgt.message}")

@@ -35,9 +35,10 @@ from neuron_sim.verify.inputs import DEFAULT_TRIALS
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from neuron_sim.verify.api import check_modules, check_pass
+    from neuron_sim.verify.options import VerifyOptions
     from neuron_sim.verify.report import exit_code, format_result, result_json, summary_line, \
         write_counterexample
+    from neuron_sim.verify.verifier import Verifier
 
     if args.trials < 1:
         raise UsageError(f"--trials must be at least 1, not {args.trials}")
@@ -64,17 +65,19 @@ def _verify(args: argparse.Namespace) -> int:
             fit_arguments(inputs, shapes, topology.num_devices, source=args.inputs)
     max_memory = args.max_memory if args.max_memory is not None else default_memory_limit()
     with _progress(default_runner(args.backend, max_memory), args.modules[0]) as runner:
-        options = dict(trials=args.trials, seed=args.seed, inputs=inputs, runner=runner,
-                       max_memory=max_memory, minimize=not args.no_minimize, name=args.modules[0],
-                       timeout=None if args.timeout == float("inf") else args.timeout,
-                       proof=args.proof)
+        options = VerifyOptions(topologies=topologies, trials=args.trials, seed=args.seed,
+                                inputs=inputs, runner=runner, max_memory=max_memory,
+                                minimize=not args.no_minimize, name=args.modules[0],
+                                timeout=None if args.timeout == float("inf") else args.timeout,
+                                proof=args.proof)
         if rewriting:
             hlo_passes, pass_options = passes_from_args(args)
-            result = check_pass(before, hlo_passes, topologies, pass_options=pass_options,
-                                name_breaking_pass=True, **options)
+            verifier = Verifier(options.replace(pass_options=pass_options,
+                                                name_breaking_pass=True))
+            result = verifier.check_pass(before, hlo_passes)
         else:
             after = load_module(args.modules[1])
-            result = check_modules(before, after, topologies, contract=args.contract, **options)
+            result = Verifier(options.replace(contract=args.contract)).check_modules(before, after)
     files = write_counterexample(result, args.out) if args.out else {}
     if args.json:
         data = result_json(result)

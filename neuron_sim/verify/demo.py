@@ -21,6 +21,7 @@ from neuron_sim.passes import UnknownPassError, get_pass
 from neuron_sim.verify.api import check_pass
 from neuron_sim.verify.execution import Runner
 from neuron_sim.verify.inputs import DEFAULT_TRIALS
+from neuron_sim.verify.options import VerifyOptions
 from neuron_sim.verify.report import device_text, summary_line
 from neuron_sim.verify.result import Status, VerificationResult
 
@@ -93,7 +94,8 @@ def _check(case: DemoCase, module: HloModule, runner: Runner | None, trials: int
         hlo_pass = get_pass(case.pass_key)
     except UnknownPassError as exc:
         raise DemoUnavailable(f"pass {case.pass_key} is not available ({exc})") from exc
-    return check_pass(module, [hlo_pass], trials=trials, seed=seed, runner=runner)
+    return check_pass(module, [hlo_pass], options=VerifyOptions(trials=trials, seed=seed,
+                                                                runner=runner))
 
 
 def _verdict_lines(case: DemoCase, result: VerificationResult) -> list[str]:

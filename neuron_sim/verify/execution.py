@@ -1,10 +1,10 @@
 """Running a module on every device for the verifier, and what its failures mean.
 
-The verifier never lets an execution raise: ``execute`` returns an ``Outcome`` with the outputs,
-or the failure classified — a collective mismatch (undefined behaviour: the devices would hang),
-our own limitation (an op the interpreter does not implement), running past the time limit, or
-any other execution error — because the checks treat each differently, and differently for the
-source and the target.
+The verifier never lets an execution raise: ``run_outcome`` returns an ``Outcome`` with the
+outputs, or the failure classified (``FailureKind``) — a collective mismatch (undefined
+behaviour: the devices would hang), our own limitation (an op the interpreter does not
+implement), running past the time limit, or any other execution error — because the checks
+treat each differently, and differently for the source and the target.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def default_runner(backend: str = "local", max_memory: int | None = None) -> Run
     return runner
 
 
-class Failure(enum.Enum):
+class FailureKind(enum.Enum):
     """How an execution failed, as the checks distinguish it."""
 
     COLLECTIVE_MISMATCH = "collective mismatch"
@@ -64,16 +64,16 @@ def _exception_chain(exc: BaseException) -> list[BaseException]:
     return chain
 
 
-def classify_failure(exc: BaseException) -> Failure:
+def classify_failure(exc: BaseException) -> FailureKind:
     """What an exception raised while executing a module means to the verifier; looks through
     wrapped causes (the interpreter wraps an op's error in ``ExecutionError``)."""
     chain = _exception_chain(exc)
-    for failure, classes in ((Failure.TIMEOUT, ExecutionTimeout),
-                             (Failure.COLLECTIVE_MISMATCH, CollectiveMismatchError),
-                             (Failure.UNSUPPORTED, UNSUPPORTED_ERRORS)):
+    for failure, classes in ((FailureKind.TIMEOUT, ExecutionTimeout),
+                             (FailureKind.COLLECTIVE_MISMATCH, CollectiveMismatchError),
+                             (FailureKind.UNSUPPORTED, UNSUPPORTED_ERRORS)):
         if any(isinstance(e, classes) for e in chain):
             return failure
-    return Failure.EXECUTION
+    return FailureKind.EXECUTION
 
 
 def describe_exception(exc: BaseException) -> str:
@@ -86,7 +86,7 @@ class Outcome:
     """One execution: outputs, or how it failed."""
 
     outputs: list[np.ndarray] | None = None
-    failure: Failure | None = None
+    failure: FailureKind | None = None
     error: BaseException | None = None
     seconds: float = 0.0
 
@@ -99,7 +99,7 @@ class Outcome:
         return describe_exception(self.error) if self.error is not None else ""
 
 
-def execute(runner: Runner, module: HloModule, inputs: list, topology: Topology,
+def run_outcome(runner: Runner, module: HloModule, inputs: list, topology: Topology,
             seed: int, limit: float | None = None) -> Outcome:
     """Run ``module``; a failure (or running past ``limit`` seconds) is classified, not raised.
 

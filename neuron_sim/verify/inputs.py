@@ -29,7 +29,7 @@ and feeding it different values would report a false alarm. Declared as XLA read
 replica and several partitions (an SPMD program) a ``sharding={replicated}``.
 
 Arrays are stacked per device: ``[D, *shape]``, row ``f`` for flattened device ``f`` (the npz
-format of ARCHITECTURE.md). Tuple-shaped parameters get a tuple of such arrays, one per leaf;
+format of docs/run.md). Tuple-shaped parameters get a tuple of such arrays, one per leaf;
 token parameters get None.
 """
 

@@ -24,7 +24,7 @@ counted).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -37,10 +37,16 @@ from neuron_sim.topology import Topology
 from neuron_sim.passes.xla.dce import DeadCodeElimination
 from neuron_sim.verify.result import Minimized, Status, VerificationResult
 
-PairVerifier = Callable[[HloModule, HloModule, Topology, Sequence[Any] | None],
-                        VerificationResult]
-"""``verify(before, after, topology, inputs)``: the verdict on one candidate (inputs None:
-generated ones), with the original verification's settings."""
+
+class PairVerifier(Protocol):
+    """What judges each candidate: a ``Verifier`` (verifier.py) with the original
+    verification's options."""
+
+    def check_case(self, before: HloModule, after: HloModule, topology: Topology,
+                   inputs: Sequence[Any] | None) -> VerificationResult:
+        """The verdict on one candidate pair on ``topology`` (inputs None: generated ones),
+        unminimized."""
+
 
 Rewriter = Callable[[HloModule, Topology], HloModule | None]
 """``rewrite(source, topology)``: the passes' target for a candidate source, None if the passes
@@ -263,10 +269,10 @@ class _Case:
 
 
 class _Minimizer:
-    def __init__(self, original: VerificationResult, verify: PairVerifier,
+    def __init__(self, original: VerificationResult, verifier: PairVerifier,
                  rewrite: Rewriter | None) -> None:
         self.original = original
-        self.verify = verify
+        self.verifier = verifier
         self.rewrite = rewrite
         self.line = original.error_line
         self.checks = 0
@@ -281,7 +287,7 @@ class _Minimizer:
             after = self.rewrite(before, topology)
             if after is None:
                 return None
-        result = self.verify(before, after, topology, inputs)
+        result = self.verifier.check_case(before, after, topology, inputs)
         if result.status is not Status.UNSOUND or result.error_line != self.line:
             return None
         return _Case(before, after, topology, result)
@@ -390,12 +396,13 @@ class _Minimizer:
                          size=pair_size(case.before, case.after), steps=steps)
 
 
-def minimize_case(result: VerificationResult, verify: PairVerifier, *,
+def minimize_case(result: VerificationResult, verifier: PairVerifier, *,
                   rewrite: Rewriter | None = None) -> Minimized | None:
-    """Minimize an UNSOUND result, starting from its counterexample's topology.
+    """Minimize an UNSOUND result, starting from its counterexample's topology; ``verifier``
+    judges each candidate.
 
     Without ``rewrite``, a before/after pair: edits touch only instructions identical in both.
     With ``rewrite`` (the passes), only the source is edited and the target is what ``rewrite``
     makes of it, so the reported pair is one the passes really produce.
     """
-    return _Minimizer(result, verify, rewrite).run()
+    return _Minimizer(result, verifier, rewrite).run()

@@ -165,7 +165,7 @@ class VerificationResult:
     @property
     def proof(self) -> str | None:
         """For a CORRECT result: "all-inputs" when every topology's verdict is proved for all
-        inputs (verify/proof.py), else "sampled"; None otherwise."""
+        inputs (verifier.py, from the proof's facts), else "sampled"; None otherwise."""
         if self.status is not Status.CORRECT:
             return None
         proofs = [v.proof for v in self.topology_results]

@@ -181,7 +181,8 @@ def id_space(topology: Topology, mode: str) -> int:
             "flattened": R * P}[mode]
 
 
-def participant_count(topology: Topology, mode: str, groups: Sequence[Sequence[int]]) -> int:
+def participant_group_size(topology: Topology, mode: str,
+                           groups: Sequence[Sequence[int]]) -> int:
     """The size of every participant group: what a gather or scatter splits by."""
     if not groups:
         return topology.num_devices if mode == "cross_replica_and_partition" else \
@@ -486,7 +487,7 @@ def add_collective(draw: Draw, program: _Program, x: HloInstruction,
     modes = ROUTING_MODES if opcode == "all-to-all" else REDUCING_MODES
     mode = draw(sampled(modes))
     groups = draw(replica_groups(topology, mode))
-    n = participant_count(topology, mode, groups)
+    n = participant_group_size(topology, mode, groups)
     rows = _array(x).dims[0] if _array(x).rank else 0
     if opcode in ("reduce-scatter", "all-to-all") and (not rows or rows % n):
         return None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from neuron_sim.hlo import HloModule, parse_module, parse_module_file
 from neuron_sim.passes import get_pass
-from neuron_sim.verify import check_pass
+from neuron_sim.verify import VerifyOptions, check_pass
 
 from pass_fixtures import JAX_CORPUS
 
@@ -34,5 +34,5 @@ def run(key: str, module: HloModule, **options) -> tuple[bool, list[str]]:
 
 def verdicts(key: str, module: HloModule) -> list[str]:
     """The verifier's status for pass ``key`` on each of TOPOLOGIES."""
-    result = check_pass(module, key, TOPOLOGIES, minimize=False)
+    result = check_pass(module, key, TOPOLOGIES, VerifyOptions(minimize=False))
     return [str(t.status) for t in result.topology_results]

@@ -16,7 +16,7 @@ from neuron_sim.topology import Topology
 from neuron_sim.passes import get_pass
 from neuron_sim.passes.xla.all_reduce_simplifier import participant_count
 from neuron_sim.passes.xla.hlo_replication_analysis import HloReplicationAnalysis
-from neuron_sim.verify import Status, check_modules
+from neuron_sim.verify import Status, VerifyOptions, check_modules
 
 from xla_fixtures import check_result, load_cases
 
@@ -62,7 +62,7 @@ def test_rewrite_verifies_on_the_fixture_topology(case):
     get_pass(KEY, use_spmd_partitioning=case.expect["use_spmd_partitioning"]).run(after)
     topology = Topology(before.replica_count, before.num_partitions)
     inputs = replicated_inputs(before, topology.num_devices)
-    result = check_modules(before, after, topology, inputs=inputs, minimize=False)
+    result = check_modules(before, after, topology, VerifyOptions(inputs=inputs, minimize=False))
     assert result.status is Status.CORRECT, result.status
 
 
@@ -142,5 +142,6 @@ def test_add_fold_of_replicated_floats_is_not_bit_exact():
     inputs = [rng.standard_normal((8, 16)).astype(np.float32),
               rng.standard_normal((8, 8, 16)).astype(np.float32),
               np.float32(rng.standard_normal())]
-    result = check_modules(before, after, Topology(8, 1), inputs=inputs, minimize=False)
+    result = check_modules(before, after, Topology(8, 1),
+                           VerifyOptions(inputs=inputs, minimize=False))
     assert result.status is Status.UNSOUND

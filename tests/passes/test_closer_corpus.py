@@ -25,7 +25,7 @@ from neuron_sim.io import read_npz
 from neuron_sim.topology import Topology
 from neuron_sim.passes import PassContext, PassPipeline
 from neuron_sim.passes.named_pipelines import named_pipeline
-from neuron_sim.verify.api import check_pass
+from neuron_sim.verify.api import VerifyOptions, check_pass
 from neuron_sim.verify.result import Status
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "jax"
@@ -67,12 +67,12 @@ def test_the_sample_is_runnable_and_covers_the_idioms():
 @pytest.mark.parametrize("name", sorted(SAMPLE))
 def test_closer_verifies_and_the_positive_control_is_unsound(name):
     module, inputs, expected = corpus_case(name)
-    result = check_pass(module, closer(), None, trials=2, minimize=False,
-                        name_breaking_pass=True)
+    result = check_pass(module, closer(), None,
+                        VerifyOptions(trials=2, minimize=False, name_breaking_pass=True))
     assert result.status is Status.CORRECT, (result.error_line, result.detail)
     assert result.changed
-    control = check_pass(module, closer(skip_inject=False), None, trials=2, minimize=False,
-                         pass_options=CONTROL)
+    control = check_pass(module, closer(skip_inject=False), None,
+                         VerifyOptions(trials=2, minimize=False, pass_options=CONTROL))
     assert control.changed and control.status is Status.UNSOUND, control.detail
     if SAMPLE[name]:
         target = module.clone()
@@ -90,17 +90,17 @@ def test_a_loop_unfinished_on_drawn_inputs_verifies_on_jax_inputs():
     inputs JAX ran it on it ends, and the closer verifies and the control is caught."""
     module, inputs, _ = corpus_case("lowered_while_collatz")
     values = [inputs[f"arg{i}"] for i in range(len(inputs))]
-    result = check_pass(module, closer(), None, inputs=values, minimize=False)
+    result = check_pass(module, closer(), None, VerifyOptions(inputs=values, minimize=False))
     assert result.status is Status.CORRECT and result.changed, result.detail
-    control = check_pass(module, closer(skip_inject=False), None, inputs=values, minimize=False,
-                         pass_options=CONTROL)
+    control = check_pass(module, closer(skip_inject=False), None,
+                         VerifyOptions(inputs=values, minimize=False, pass_options=CONTROL))
     assert control.status is Status.UNSOUND
 
 
 def test_a_variadic_all_to_all_is_an_error_naming_device_assignment_legalization():
     module, _, _ = corpus_case("spmd_all_to_all_1d")
-    result = check_pass(module, closer(), None, trials=1, minimize=False,
-                        name_breaking_pass=True)
+    result = check_pass(module, closer(), None,
+                        VerifyOptions(trials=1, minimize=False, name_breaking_pass=True))
     assert result.status is Status.ERROR and result.breaking_pass is None
     assert "pass aws_neuron_device_assignment_legalization failed" in result.detail
     assert "operands().size() == 1" in result.detail

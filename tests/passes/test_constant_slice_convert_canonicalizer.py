@@ -16,7 +16,7 @@ import numpy as np
 
 from neuron_sim.hlo import Opcode
 from neuron_sim.passes import PassPipeline
-from neuron_sim.verify import check_pass
+from neuron_sim.verify import VerifyOptions, check_pass
 
 from canonicalizer_fixtures import jax_module, module_of, run, verdicts
 
@@ -87,7 +87,7 @@ def test_fires_on_the_jax_dump_and_verifies():
 def test_after_peeling_the_barrier_both_slices_of_the_jax_dump_fold():
     pipeline = "aws_neuron_peel_optimization_barriers," + KEY
     module = jax_module("lowered_canon_convert_constant_slice")
-    result = check_pass(module, pipeline, ["1x1", "2x2", "1x4"], minimize=False)
+    result = check_pass(module, pipeline, ["1x1", "2x2", "1x4"], VerifyOptions(minimize=False))
     assert [str(t.status) for t in result.topology_results] == ["CORRECT"] * 3
     peeled = module.clone()
     PassPipeline(pipeline.split(",")).run(peeled)

@@ -19,7 +19,7 @@ from neuron_sim.io import read_npz
 from neuron_sim.physical_groups import groups_are_physical
 from neuron_sim.topology import Topology
 from neuron_sim.passes import PassError, get_pass
-from neuron_sim.verify import Status, check_modules, check_pass
+from neuron_sim.verify import Status, VerifyOptions, check_modules, check_pass
 
 from pass_fixtures import JAX_CORPUS, load
 
@@ -90,13 +90,13 @@ ENTRY e { p = f32[4] parameter(0)
                          ids=str)
 def test_verify_is_correct_on_one_device_and_on_multi_device_assignments(topology):
     module = load("device_assignment/any_topology.hlo")
-    result = check_pass(module, KEY, topology, trials=3)
+    result = check_pass(module, KEY, topology, VerifyOptions(trials=3))
     assert result.status is Status.CORRECT, result.detail
 
 
 def test_verify_is_correct_on_every_mode_under_a_scattered_assignment():
     result = check_pass(load("device_assignment/every_mode_2x2.hlo"), KEY, SCATTERED_2X2,
-                        trials=3)
+                        VerifyOptions(trials=3))
     assert result.status is Status.CORRECT, result.detail
 
 
@@ -107,11 +107,12 @@ def test_legalizing_twice_under_a_reversed_assignment_is_unsound_with_a_witness(
     3,2,1,0: device 0 sees its own block last, the gather is reversed."""
     module = load("device_assignment/gather_1x4.hlo")
     reversed_1x4 = Topology(1, 4, ((3, 2, 1, 0),))
-    twice = check_pass(module, f"{KEY},{KEY}", reversed_1x4, trials=2, minimize=False)
+    twice = check_pass(module, f"{KEY},{KEY}", reversed_1x4,
+                       VerifyOptions(trials=2, minimize=False))
     assert twice.status is Status.UNSOUND
     witness = twice.counterexample
     assert witness is not None and witness.device is not None and witness.leaf == 0
-    once = check_pass(module, KEY, reversed_1x4, trials=2)
+    once = check_pass(module, KEY, reversed_1x4, VerifyOptions(trials=2))
     assert once.status is Status.CORRECT
 
 
@@ -119,7 +120,7 @@ def test_legalizing_twice_under_the_identity_assignment_is_correct():
     """1x4's default assignment maps partition p to device p: a second mapping is the
     identity, so nothing changes."""
     result = check_pass(load("device_assignment/gather_1x4.hlo"), f"{KEY},{KEY}", Topology(1, 4),
-                        trials=2)
+                        VerifyOptions(trials=2))
     assert result.status is Status.CORRECT
 
 
@@ -132,8 +133,8 @@ def test_a_logical_reading_after_legalization_is_unsound():
     target = legalized(source.clone(), Topology(1, 4, ((3, 2, 1, 0),)))
     stripped = parse_module(print_module(target).replace(
         ', frontend_attributes={neuron.groups="physical"}', ""))
-    result = check_modules(source, stripped, Topology(1, 4, ((3, 2, 1, 0),)), trials=2,
-                           minimize=False)
+    result = check_modules(source, stripped, Topology(1, 4, ((3, 2, 1, 0),)),
+                           VerifyOptions(trials=2, minimize=False))
     assert result.status is Status.UNSOUND
 
 

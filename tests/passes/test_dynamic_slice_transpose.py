@@ -20,7 +20,7 @@ from neuron_sim.hlo import Opcode
 from neuron_sim.hlo.builder import ModuleBuilder
 from neuron_sim.topology import Topology
 from neuron_sim.passes import get_pass
-from neuron_sim.verify import Status, check_pass
+from neuron_sim.verify import Status, VerifyOptions, check_pass
 
 from pass_fixtures import jax_corpus_case
 
@@ -110,5 +110,5 @@ def test_the_compiled_jax_module_has_no_transposed_slice_left():
                                   "compiled_dst_transpose_dynamic_slice"])
 def test_verify_is_correct_on_one_and_multi_device_topologies(name):
     module, _, _ = jax_corpus_case(name)
-    result = check_pass(module, KEY, ["1x1", "1x4", "2x2"], minimize=False)
+    result = check_pass(module, KEY, ["1x1", "1x4", "2x2"], VerifyOptions(minimize=False))
     assert result.status is Status.CORRECT, result.error_line

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from neuron_sim.hlo import parse_module
 from neuron_sim.passes import get_pass
-from neuron_sim.verify import check_pass
+from neuron_sim.verify import VerifyOptions, check_pass
 
 from pass_fixtures import load
 
@@ -22,8 +22,8 @@ def test_nested_root_is_flattened_and_the_layout_rederived():
 
 
 def test_flattening_verifies_exact_leaf_by_leaf():
-    result = check_pass(load("cleanup_io/movement.hlo"), "aws_neuron_flatten_entry_tuple",
-                        ["1x1"], trials=2)
+    result = check_pass(load("cleanup_io/movement.hlo"), "aws_neuron_flatten_entry_tuple", ["1x1"],
+                        VerifyOptions(trials=2))
     assert str(result.status) == "CORRECT" and result.changed
 
 
@@ -36,7 +36,8 @@ ENTRY %e (p: (f32[2], (s32[]))) -> ((f32[2], (s32[]))) {
 """)
     assert get_pass("aws_neuron_flatten_entry_tuple").run(module)
     assert str(module.entry.root.shape.without_layout()) == "(f32[2], s32[])"
-    assert str(check_pass(module, "aws_neuron_flatten_entry_tuple", ["1x1"], trials=1).status) \
+    assert str(check_pass(module, "aws_neuron_flatten_entry_tuple", ["1x1"],
+                          VerifyOptions(trials=1)).status) \
         in ("CORRECT",)
 
 

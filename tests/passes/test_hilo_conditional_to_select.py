@@ -9,7 +9,7 @@ import pytest
 
 import neuron_sim.interpreter as interpreter
 from neuron_sim.hlo import parse_module
-from neuron_sim.verify import check_pass
+from neuron_sim.verify import VerifyOptions, check_pass
 
 from canonicalizer_fixtures import TOPOLOGIES, jax_module, run
 from pass_fixtures import JAX_CORPUS
@@ -28,7 +28,7 @@ def test_cond_fixtures_are_converted_and_verify_correct(name, topologies):
     outputs = interpreter.run(module, [data[f"arg{i}"] for i in range(len(module.entry.parameters))])
     for j, got in enumerate(outputs):
         np.testing.assert_array_equal(got, data[f"out{j}"])
-    result = check_pass(jax_module(name), KEY, topologies, minimize=False)
+    result = check_pass(jax_module(name), KEY, topologies, VerifyOptions(minimize=False))
     assert [str(t.status) for t in result.topology_results] == ["CORRECT"] * 3
 
 
@@ -107,7 +107,7 @@ def test_a_collective_whose_groups_follow_the_predicate_verifies_correct_on_4_de
     """Replicas 0, 1 take b0 and all-reduce within {0,1}; 2, 3 take b1. Converted, 2 and 3 also
     all-reduce (within {2,3}) and discard it: the results are the source's."""
     result = check_pass(parse_module(collective_branch("{{0,1},{2,3}}")), KEY, ["4x1", "4x2"],
-                        minimize=False)
+                        VerifyOptions(minimize=False))
     assert [str(t.status) for t in result.topology_results] == ["CORRECT", "CORRECT"]
 
 
@@ -120,6 +120,6 @@ def test_a_collective_split_across_the_branches_makes_the_source_fail_not_the_ta
     assert run(KEY, module)[0]
     interpreter.run(module, [np.ones(3, np.float32)])
     result = check_pass(parse_module(collective_branch("{{0,2},{1,3}}")), KEY, ["4x1"],
-                        minimize=False)
+                        VerifyOptions(minimize=False))
     verdict = result.topology_results[0]
     assert str(verdict.status) == "FAILED_TO_PROVE"

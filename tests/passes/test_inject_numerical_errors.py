@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from neuron_sim.passes import PassError, get_pass
-from neuron_sim.verify import check_pass
+from neuron_sim.verify import VerifyOptions, check_pass
 
 from pass_fixtures import load
 
@@ -14,8 +14,7 @@ from pass_fixtures import load
 def test_every_injection_is_detected(targets):
     module = load("cleanup_io/movement.hlo")
     result = check_pass(module, get_pass("aws_neuron_inject_numerical_errors"), ["1x1"],
-                        trials=2, minimize=False,
-                        pass_options={"targets": targets})
+                        VerifyOptions(trials=2, minimize=False, pass_options={"targets": targets}))
     assert result.changed and str(result.status) == "UNSOUND"
     assert any("expected" in note for note in result.notes)
 

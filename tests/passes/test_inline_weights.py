@@ -18,7 +18,7 @@ from neuron_sim.hlo.builder import ModuleBuilder
 from neuron_sim.io import read_npz
 from neuron_sim.passes import PassContext, PassError, get_pass
 from neuron_sim.passes.neuron.inline_weights import InlineWeights
-from neuron_sim.verify import check_pass
+from neuron_sim.verify import VerifyOptions, check_pass
 from neuron_sim.verify.result import Status
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reliability"))
@@ -59,8 +59,8 @@ def test_the_inlined_mlp_runs_and_matches_jax(case):
 @pytest.mark.parametrize("topologies", [["1x1"], ["2x2", "2x4"]])
 def test_verify_is_correct_with_the_weights_fed_to_the_source(topologies):
     module = parse_module_file(JAX / "lowered_weights_mlp.hlo")
-    result = check_pass(module, "aws_neuron_inline_weights", topologies, trials=3,
-                        pass_options={"dir": str(WEIGHTS)})
+    result = check_pass(module, "aws_neuron_inline_weights", topologies,
+                        VerifyOptions(trials=3, pass_options={"dir": str(WEIGHTS)}))
     assert result.status is Status.CORRECT, result.detail
     assert all(v.changed for v in result.topology_results)
 
@@ -87,8 +87,8 @@ def test_other_weights_than_the_fed_ones_are_unsound(tmp_path):
             binding.fixed[4] = binding.fixed[4] + 1.0
             return binding
 
-    result = check_pass(module, [WrongBinding()], ["1x1"], trials=2,
-                        pass_options={"inline_weights_wrong_binding.dir": str(WEIGHTS)})
+    result = check_pass(module, [WrongBinding()], ["1x1"], VerifyOptions(
+        trials=2, pass_options={"inline_weights_wrong_binding.dir": str(WEIGHTS)}))
     assert result.status is Status.UNSOUND
     assert result.error_line == "ERROR: Value mismatch"
 
@@ -144,8 +144,8 @@ def test_highest_first_removes_the_named_parameters_and_the_naive_order_does_not
     assert [(p.name, p.parameter_number) for p in naive.entry.parameters] == [("p1", 0)]
     outs = interpreter.run(naive, {"arg0": np.array([7, 8, 9], np.float32)})
     assert [o[0].tolist() for o in outs] == [[1, 2], [7, 8, 9], [3, 4, 5]]
-    result = check_pass(three_parameters(), [NaiveOrder()], ["1x1"], trials=2,
-                        pass_options={"dir": str(directory)})
+    result = check_pass(three_parameters(), [NaiveOrder()], ["1x1"],
+                        VerifyOptions(trials=2, pass_options={"dir": str(directory)}))
     assert result.status is Status.UNSOUND
 
 

@@ -26,7 +26,7 @@ import neuron_sim.interpreter as interpreter
 from neuron_sim.hlo import Opcode, parse_module_file
 from neuron_sim.topology import Topology
 from neuron_sim.passes import get_pass
-from neuron_sim.verify import Status, check_pass
+from neuron_sim.verify import Status, VerifyOptions, check_pass
 
 from pass_fixtures import JAX_CORPUS, fixture_path
 
@@ -133,7 +133,8 @@ def test_a_partial_row_slice_is_not_a_row_lookup():
 
 @pytest.mark.parametrize("path", [FIXTURE, JAX_CORPUS / "lowered_emb_take_constant_table.hlo"])
 def test_verify_is_correct_on_one_and_multi_device_topologies(path):
-    result = check_pass(load(path), KEY, ["1x1", "1x4", "2x2", "2x4"], minimize=False)
+    result = check_pass(load(path), KEY, ["1x1", "1x4", "2x2", "2x4"],
+                        VerifyOptions(minimize=False))
     assert result.status is Status.CORRECT, result.error_line
 
 
@@ -154,7 +155,8 @@ def test_it_fires_on_xla_s_partitioned_module_and_matches_jax(topology):
 
 
 def test_on_xla_s_partitioned_module_verify_is_correct_on_one_and_multi_device_topologies():
-    result = check_pass(load(PARTITIONED), KEY, ["1x1", "1x2", "1x4", "1x8"], minimize=False)
+    result = check_pass(load(PARTITIONED), KEY, ["1x1", "1x2", "1x4", "1x8"],
+                        VerifyOptions(minimize=False))
     assert result.status is Status.CORRECT, result.error_line
     assert [t.changed for t in result.topology_results] == [False, True, True, True]
 
@@ -174,7 +176,7 @@ def test_the_report_names_each_topology_s_rewrite_when_they_differ():
     first topology's rewrite; it now says each (the JSON has them per topology too)."""
     from neuron_sim.verify import format_result
 
-    result = check_pass(load(PARTITIONED), KEY, ["1x4", "1x8"], minimize=False)
+    result = check_pass(load(PARTITIONED), KEY, ["1x4", "1x8"], VerifyOptions(minimize=False))
     text = format_result(result)
     assert "rewrite on 1x4: " in text and "from 4-row shards" in text
     assert "rewrite on 1x8: " in text and "from 2-row shards" in text

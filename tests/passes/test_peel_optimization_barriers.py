@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from neuron_sim.hlo import Opcode
 from neuron_sim.passes import get_pass
-from neuron_sim.verify import check_pass
+from neuron_sim.verify import VerifyOptions, check_pass
 
 from pass_fixtures import load
 
@@ -22,7 +22,7 @@ def test_the_barrier_is_replaced_by_its_operand():
 def test_peeling_verifies_exact_and_a_module_without_barriers_is_unchanged():
     module = load("cleanup_io/movement.hlo")
     assert str(check_pass(module, "aws_neuron_peel_optimization_barriers", ["1x1"],
-                          trials=2).status) == "CORRECT"
+                          VerifyOptions(trials=2)).status) == "CORRECT"
     peel = get_pass("aws_neuron_peel_optimization_barriers")
     peel.run(module)
     assert peel.run(module) is False

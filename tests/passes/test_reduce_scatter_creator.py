@@ -14,7 +14,7 @@ from neuron_sim.hlo import parse_module
 from neuron_sim.topology import Topology
 from neuron_sim.passes import get_pass
 from neuron_sim.passes.xla.collective_opt_utils import dimensions_unmodified_by_reshape
-from neuron_sim.verify import Status, check_pass
+from neuron_sim.verify import Status, VerifyOptions, check_pass
 
 from xla_fixtures import check_result, load_cases
 
@@ -40,7 +40,7 @@ def test_agrees_with_xla_test(case):
 @pytest.mark.parametrize("case", VERIFIED, ids=str)
 def test_rewrite_verifies_on_the_fixture_topology(case):
     module = parse_module(case.path.read_text(encoding="utf-8"), case.path.name)
-    result = check_pass(module, KEY, trials=1, minimize=False)
+    result = check_pass(module, KEY, options=VerifyOptions(trials=1, minimize=False))
     assert result.status is Status.CORRECT, result.status
 
 

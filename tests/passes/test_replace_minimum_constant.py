@@ -18,7 +18,7 @@ from neuron_sim.hlo import Opcode
 from neuron_sim.hlo.builder import ModuleBuilder
 from neuron_sim.topology import Topology
 from neuron_sim.passes import INFINITY_TO_FINITE, get_pass
-from neuron_sim.verify import Status, check_modules, check_pass
+from neuron_sim.verify import Status, VerifyOptions, check_modules, check_pass
 
 from pass_fixtures import jax_corpus_case
 
@@ -153,7 +153,7 @@ def test_clamp_minimum_and_dus_fixtures_stay_within_the_contract_of_jax(kind, na
 @pytest.mark.parametrize("kind", ["lowered", "compiled"])
 def test_verify_is_correct_under_the_refinement_on_three_topologies(kind, name):
     module, _, _ = jax_corpus_case(f"{kind}_{name}")
-    result = check_pass(module, KEY, ["1x1", "1x4", "2x2"], minimize=False)
+    result = check_pass(module, KEY, ["1x1", "1x4", "2x2"], VerifyOptions(minimize=False))
     assert result.status is Status.CORRECT, result.error_line
 
 
@@ -177,8 +177,9 @@ ENTRY main {
     target = source.clone()
     assert get_pass(KEY).run(target) is True
     x = np.array([1.0, 2.0, -3.0, 0.5], np.float32)
-    result = check_modules(source, target, inputs=[x], contract=INFINITY_TO_FINITE,
-                           minimize=False)
+    result = check_modules(source, target,
+                           options=VerifyOptions(inputs=[x], contract=INFINITY_TO_FINITE,
+                                                 minimize=False))
     assert result.status is Status.UNSOUND
 
 

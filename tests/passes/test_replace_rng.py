@@ -18,7 +18,7 @@ from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.io import read_npz
 from neuron_sim.passes import PassContext, get_pass
 from neuron_sim.passes.neuron.replace_rng import mersenne_twister
-from neuron_sim.verify import check_pass
+from neuron_sim.verify import VerifyOptions, check_pass
 from neuron_sim.verify.result import Status
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reliability"))
@@ -66,7 +66,7 @@ def test_jax_rng_uniform_becomes_in_range_constants_and_still_matches_jax(case):
 @pytest.mark.parametrize("topologies", [["1x1"], ["2x2", "2x4"]])
 def test_verify_is_correct(case, topologies):
     result = check_pass(parse_module_file(JAX / f"{case}.hlo"), "aws_neuron_replace_rng",
-                        topologies, trials=2, pass_options={"seed": "3"})
+                        topologies, VerifyOptions(trials=2, pass_options={"seed": "3"}))
     assert result.status is Status.CORRECT, result.detail
     assert all(v.changed for v in result.topology_results)
 
@@ -159,8 +159,8 @@ def test_normal_draws_are_finite_with_the_right_centre_and_verify():
     values = planted_values(module).astype(np.float64)
     assert np.isfinite(values).all()
     assert abs(values.mean() - 10.0) < 0.2 and abs(values.std() - 2.0) < 0.2
-    assert check_pass(source, "aws_neuron_replace_rng", ["1x1", "2x2"], trials=1,
-                      pass_options={"seed": "9"}).status is Status.CORRECT
+    assert check_pass(source, "aws_neuron_replace_rng", ["1x1", "2x2"],
+                      VerifyOptions(trials=1, pass_options={"seed": "9"})).status is Status.CORRECT
 
 
 def test_a_tuple_shaped_rng_becomes_a_tuple_of_constants():
@@ -210,8 +210,8 @@ def test_a_planted_value_outside_the_bounds_is_unsound(monkeypatch):
 
     monkeypatch.setattr(replace_rng, "sample", at_the_bound)
     result = check_pass(parse_module_file(JAX / "lowered_rng_uniform_s32.hlo"),
-                        "aws_neuron_replace_rng", ["1x1"], trials=1,
-                        pass_options={"seed": "1"})
+                        "aws_neuron_replace_rng", ["1x1"],
+                        VerifyOptions(trials=1, pass_options={"seed": "1"}))
     assert result.status is Status.UNSOUND
     assert result.error_line == "ERROR: Value mismatch"
     assert "%rng_uniform.1: planted element [0] = 9 is not a value rng_uniform(3, 9)" in \
@@ -226,7 +226,7 @@ def test_an_rng_outside_the_entry_cannot_be_bound_and_is_an_error_not_correct():
     draw = c.build(c.add(x, r))
     e = m.computation("main")
     module = m.build(e.build(e.call(draw, [e.parameter(0, "f32[8]", "x")])))
-    result = check_pass(module, "aws_neuron_replace_rng", ["1x1"], trials=1,
-                        pass_options={"seed": "1"})
+    result = check_pass(module, "aws_neuron_replace_rng", ["1x1"],
+                        VerifyOptions(trials=1, pass_options={"seed": "1"}))
     assert result.status is Status.ERROR
     assert "not in the entry computation" in result.detail

@@ -10,7 +10,7 @@ import pytest
 from neuron_sim.hlo import parse_module
 from neuron_sim.passes import PassError, get_pass
 from neuron_sim.passes.contracts import BF16_HALF_ULP, EXACT, INFINITY_TO_FINITE, Tolerance, weakest
-from neuron_sim.verify import check_pass
+from neuron_sim.verify import VerifyOptions, check_pass
 
 from pass_fixtures import load
 
@@ -27,12 +27,13 @@ def test_movement_module_is_computed_in_bf16_with_f32_interface():
 
 def test_it_verifies_under_the_tolerance_and_not_exactly():
     module = load("cleanup_io/movement_flat.hlo")
-    result = check_pass(module, "aws_neuron_rewrite_module_dtype", ["1x1"], trials=3)
+    result = check_pass(module, "aws_neuron_rewrite_module_dtype", ["1x1"], VerifyOptions(trials=3))
     assert str(result.status) == "CORRECT" and result.contract is BF16_HALF_ULP
     from neuron_sim.verify import check_modules
     target = module.clone()
     get_pass("aws_neuron_rewrite_module_dtype").run(target)
-    assert str(check_modules(module, target, ["1x1"], trials=1, minimize=False).status) == \
+    assert str(check_modules(module, target, ["1x1"],
+                             VerifyOptions(trials=1, minimize=False)).status) == \
         "UNSOUND"  # rounding f32 inputs to bf16 changes them: exactly is too strict
 
 

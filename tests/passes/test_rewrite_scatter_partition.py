@@ -17,7 +17,7 @@ from neuron_sim.hlo import Opcode, parse_module, parse_module_file, print_module
 from neuron_sim.io import read_npz
 from neuron_sim.topology import Topology
 from neuron_sim.passes import get_pass
-from neuron_sim.verify import Status, check_modules, check_pass
+from neuron_sim.verify import Status, VerifyOptions, check_modules, check_pass
 
 from pass_fixtures import JAX_CORPUS, fixture_path, load
 
@@ -56,7 +56,7 @@ def test_rewritten_module_matches_jax_on_the_jax_inputs():
     ("psum_assembly_replicas.hlo", [Topology(4, 2), Topology(4, 1), Topology(4, 3)]),
 ])
 def test_verify_is_correct_on_the_fixtures_topologies(name, topologies):
-    result = check_pass(load(f"scatter_partition/{name}"), KEY, topologies, trials=3)
+    result = check_pass(load(f"scatter_partition/{name}"), KEY, topologies, VerifyOptions(trials=3))
     assert result.status is Status.CORRECT, result.detail
 
 
@@ -69,7 +69,7 @@ def test_on_one_device_a_one_slot_assembly_is_rewritten_and_correct():
                             .replace("s32[4,3]", "s32[1,3]").replace("s32[12]", "s32[3]"))
     for topology in (Topology(1, 1), Topology(1, 4)):
         assert rewritten(one_slot.clone(), topology)[0], topology
-        result = check_pass(one_slot, KEY, topology, trials=3)
+        result = check_pass(one_slot, KEY, topology, VerifyOptions(trials=3))
         assert result.status is Status.CORRECT, result.detail
     assert not rewritten(load("scatter_partition/psum_assembly_replicas.hlo"),
                          Topology(1, 1))[0]
@@ -80,10 +80,13 @@ def test_a_negative_zero_shard_is_why_the_contract_allows_the_zero_sign():
     source = load("scatter_partition/psum_assembly_1x8.hlo")
     _, target = rewritten(source.clone())
     minus_zero = np.full((8, 2, 3), -0.0, np.float32)
-    exact = check_modules(source, target, inputs=[minus_zero], contract="exact", minimize=False)
+    exact = check_modules(source, target,
+                          options=VerifyOptions(inputs=[minus_zero], contract="exact",
+                                                minimize=False))
     assert exact.status is Status.UNSOUND
-    allowed = check_modules(source, target, inputs=[minus_zero],
-                            contract=get_pass(KEY).contract, minimize=False)
+    allowed = check_modules(source, target,
+                            options=VerifyOptions(inputs=[minus_zero],
+                                                  contract=get_pass(KEY).contract, minimize=False))
     assert allowed.status is Status.CORRECT
 
 
@@ -130,8 +133,9 @@ def test_near_misses_are_declined_and_their_forced_rewrite_is_unsound(case):
     changed, _ = rewritten(module)
     assert not changed and print_module(module) == before
     forced = _forced_target(module)
-    result = check_modules(module, forced, trials=3, contract=get_pass(KEY).contract,
-                           minimize=False)
+    result = check_modules(module, forced,
+                           options=VerifyOptions(trials=3, contract=get_pass(KEY).contract,
+                                                 minimize=False))
     assert result.status is Status.UNSOUND
 
 
@@ -199,7 +203,7 @@ def test_the_rewritten_jax_dumps_match_jax(name):
     (PSUM_1D, [Topology(1, 8), REVERSED]),
 ])
 def test_verify_is_correct_on_the_jax_dumps(path, topologies):
-    result = check_pass(parse_module_file(path), KEY, topologies, trials=2)
+    result = check_pass(parse_module_file(path), KEY, topologies, VerifyOptions(trials=2))
     assert result.status is Status.CORRECT, result.detail
 
 
@@ -253,8 +257,9 @@ def test_ring_near_misses_are_declined_and_their_forced_rewrite_is_unsound(case)
     before = print_module(module)
     changed, _ = rewritten(module)
     assert not changed and print_module(module) == before
-    result = check_modules(module, parse_module(FORCED_RING), trials=2,
-                           contract=get_pass(KEY).contract, minimize=False)
+    result = check_modules(module, parse_module(FORCED_RING),
+                           options=VerifyOptions(trials=2, contract=get_pass(KEY).contract,
+                                                 minimize=False))
     assert result.status is Status.UNSOUND, case
 
 
@@ -273,7 +278,7 @@ def test_ring_variants_that_still_assemble_the_ring_are_rewritten_and_correct(ca
     assert changed, case
     (gather,) = _gathers(target)
     assert gather.replica_groups.groups == (tuple(range(8)),)
-    result = check_pass(module, KEY, [Topology(1, 8), Topology(2, 8)], trials=2)
+    result = check_pass(module, KEY, [Topology(1, 8), Topology(2, 8)], VerifyOptions(trials=2))
     assert result.status is Status.CORRECT, result.detail
 
 

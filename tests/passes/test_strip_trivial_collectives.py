@@ -8,7 +8,7 @@ import pytest
 from neuron_sim.hlo import parse_module
 from neuron_sim.topology import Topology
 from neuron_sim.passes import get_pass
-from neuron_sim.verify import check_pass
+from neuron_sim.verify import VerifyOptions, check_pass
 
 MODULE = """HloModule m, replica_count=1, num_partitions=2
 %sum (a: f32[], b: f32[]) -> f32[] {
@@ -64,6 +64,6 @@ def test_stripping_verifies_where_delete_permute_is_unsound():
                           "replica_groups={{0}}, to_apply=%sum")
     module = parse_module(text)
     assert str(check_pass(module, "aws_neuron_strip_trivial_collectives", ["1x2"],
-                          trials=2).status) == "CORRECT"
-    assert str(check_pass(module, "aws_neuron_delete_permute", ["1x2"], trials=2,
-                          minimize=False).status) == "UNSOUND"
+                          VerifyOptions(trials=2)).status) == "CORRECT"
+    assert str(check_pass(module, "aws_neuron_delete_permute", ["1x2"],
+                          VerifyOptions(trials=2, minimize=False)).status) == "UNSOUND"

@@ -8,7 +8,7 @@ import pytest
 
 import neuron_sim.interpreter as interpreter
 from neuron_sim.hlo import parse_module
-from neuron_sim.verify import check_pass
+from neuron_sim.verify import VerifyOptions, check_pass
 
 from canonicalizer_fixtures import TOPOLOGIES, jax_module, run
 from pass_fixtures import JAX_CORPUS
@@ -54,7 +54,7 @@ def test_jax_argmax_fixtures_are_rewritten_and_verify_correct(name):
     changed, log = run(KEY, module)
     assert changed and log
     topologies = TOPOLOGIES if not name.startswith("spmd") else ["1x8", "2x4", "1x1"]
-    result = check_pass(jax_module(name), KEY, topologies, minimize=False)
+    result = check_pass(jax_module(name), KEY, topologies, VerifyOptions(minimize=False))
     assert [str(t.status) for t in result.topology_results] == ["CORRECT"] * 3
 
 
@@ -113,5 +113,6 @@ def test_the_value_leaf_loses_the_sign_of_a_zero_maximum_and_the_verifier_shows_
     x = np.zeros((4, 6), np.float32)
     x[0, ::2] = -0.0
     x[0, 5] = -0.0
-    result = check_pass(parse_module(text), KEY, ["1x1"], inputs=[[x]], minimize=False)
+    result = check_pass(parse_module(text), KEY, ["1x1"],
+                        VerifyOptions(inputs=[[x]], minimize=False))
     assert str(result.topology_results[0].status) == "UNSOUND"

@@ -27,7 +27,7 @@ from neuron_sim.hlo.replica_groups import ReplicaGroups
 from neuron_sim.io import read_npz
 from neuron_sim.topology import Topology
 from neuron_sim.passes import PassContext
-from neuron_sim.verify.api import apply_passes, check_modules, check_pass, pass_list
+from neuron_sim.verify.api import VerifyOptions, apply_passes, check_modules, check_pass, pass_list
 from neuron_sim.verify.fuzz.runner import run_campaign
 from neuron_sim.verify.result import Status
 
@@ -56,7 +56,7 @@ def _unsorted_group_is_the_cause(before: HloModule, topology: Topology, key: str
     (group,) = _groups_of(before)
     assert list(group) != sorted(group) and sorted(group) == list(range(topology.num_devices))
     control = _with_groups(before, [sorted(group)])
-    result = check_pass(control, key, [topology], trials=2, minimize=False)
+    result = check_pass(control, key, [topology], VerifyOptions(trials=2, minimize=False))
     assert result.changed and result.status is Status.CORRECT, result.detail
 
 
@@ -72,8 +72,8 @@ def _strided_groups_are_the_cause(before: HloModule, topology: Topology, key: st
     assert groups == tuple(tuple(range(g, n, len(groups))) for g in range(len(groups)))
     assert len(groups) > 1
     contiguous = [range(g * width, (g + 1) * width) for g in range(len(groups))]
-    result = check_pass(_with_groups(before, contiguous), key, [topology], trials=2,
-                        minimize=False)
+    result = check_pass(_with_groups(before, contiguous), key, [topology],
+                        VerifyOptions(trials=2, minimize=False))
     assert result.changed and result.status is Status.CORRECT, result.detail
 
 
@@ -115,10 +115,10 @@ def test_saved_case_still_reproduces_for_its_reason(case: Path):
                                       PassContext(topology=topology))
     assert changed and target.to_text() == after.to_text()
 
-    replay = check_modules(before, after, [topology], inputs=inputs, minimize=False)
+    replay = check_modules(before, after, [topology], VerifyOptions(inputs=inputs, minimize=False))
     assert replay.status is Status.UNSOUND and replay.error_line == record["check"]
 
-    fresh = check_pass(before, record["pass"], [topology], trials=2, minimize=False)
+    fresh = check_pass(before, record["pass"], [topology], VerifyOptions(trials=2, minimize=False))
     assert fresh.status is Status.UNSOUND and fresh.error_line == record["check"]
 
     REASONS[record["pass"]](before, topology, record["pass"])

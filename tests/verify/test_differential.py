@@ -13,10 +13,10 @@ import neuron_sim.interpreter as interpreter
 from neuron_sim.interpreter.errors import CollectiveMismatchError, ExecutionError, Unimplemented
 from neuron_sim.hlo import parse_module, parse_module_file
 from neuron_sim.hlo.literals import ElidedLiteralError
-from neuron_sim.verify import Status, check_modules, check_pass
+from neuron_sim.verify import Status, VerifyOptions, check_modules, check_pass
 from neuron_sim.verify.checks import (CHECKS, COLLECTIVE_MISMATCH, PASS_FAILED, SOURCE_FAILS, TARGET_FAILS,
                            TARGET_MALFORMED, UNSUPPORTED, VALUE_MISMATCH, Check, Finding, Trial)
-from neuron_sim.verify.execution import ExecutionTimeout, Failure, classify_failure
+from neuron_sim.verify.execution import ExecutionTimeout, FailureKind, classify_failure
 from neuron_sim.verify.inputs import DEFAULT_TRIALS
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -85,7 +85,8 @@ def test_a_pass_that_changes_nothing_is_correct_without_running():
     def must_not_run(*args):
         raise AssertionError("nothing to run")
 
-    result = check_pass(example("delete_permute_singleton_groups"), "dce", runner=must_not_run)
+    result = check_pass(example("delete_permute_singleton_groups"), "dce",
+                        options=VerifyOptions(runner=must_not_run))
     assert result.status is Status.CORRECT and result.changed is False
 
 
@@ -101,7 +102,8 @@ def test_passes_are_accepted_as_a_comma_list_names_or_objects():
 
     module = example("delete_permute_real_all_reduce")
     for passes in ("aws_neuron_delete_permute,dce", ["DeletePermute"], [get_pass(DELETE)]):
-        assert check_pass(module, passes, minimize=False).status is Status.UNSOUND
+        assert check_pass(module, passes,
+                          options=VerifyOptions(minimize=False)).status is Status.UNSOUND
 
 
 # --------------------------------------------------------------------------------------------
@@ -142,8 +144,10 @@ def test_a_check_appended_to_the_list_is_run_after_the_others_and_can_fail_a_pai
     extra = Check("output positive", "ERROR: Output is not positive",
                   on_trial=first_output_is_positive)
     source, target = parse_module(SOURCE), parse_module(TARGET)
-    assert check_modules(source, target, minimize=False).status is Status.CORRECT
-    result = check_modules(source, target, checks=[*CHECKS, extra], minimize=False)
+    assert check_modules(source, target,
+                         options=VerifyOptions(minimize=False)).status is Status.CORRECT
+    result = check_modules(source, target,
+                           options=VerifyOptions(checks=[*CHECKS, extra], minimize=False))
     assert seen  # it ran
     assert result.status is Status.UNSOUND
     assert result.error_line == "ERROR: Output is not positive"
@@ -159,9 +163,10 @@ def test_an_earlier_check_wins_over_an_appended_one():
             raise CollectiveMismatchError("all-reduce", (0, 1), (0,))
         return [np.negative(inputs[0])]
 
-    result = check_modules(parse_module(SOURCE), parse_module(TARGET), runner=mismatch,
-                           checks=[*CHECKS, Check("appended", "ERROR: Appended", on_trial=always)],
-                           minimize=False)
+    appended = Check("appended", "ERROR: Appended", on_trial=always)
+    result = check_modules(parse_module(SOURCE), parse_module(TARGET),
+                           options=VerifyOptions(runner=mismatch, checks=[*CHECKS, appended],
+                                                 minimize=False))
     assert result.error_line == COLLECTIVE_MISMATCH
 
 
@@ -172,8 +177,8 @@ def test_a_check_before_running_fails_a_pair_without_executing_it():
     banned = Check("no negate", "ERROR: Target negates",
                    before_running=lambda s, t, topology: "negate" if any(
                        i.opcode.spelling == "negate" for i in t.instructions()) else None)
-    result = check_modules(parse_module(SOURCE), parse_module(TARGET), runner=must_not_run,
-                           checks=[*CHECKS, banned])
+    result = check_modules(parse_module(SOURCE), parse_module(TARGET),
+                           options=VerifyOptions(runner=must_not_run, checks=[*CHECKS, banned]))
     assert result.status is Status.UNSOUND and result.error_line == "ERROR: Target negates"
 
 
@@ -184,12 +189,12 @@ def test_failures_are_classified_by_the_interpreters_exception_classes_through_c
         except ExecutionError as exc:
             return exc
 
-    assert classify_failure(wrapped(Unimplemented("fft"))) is Failure.UNSUPPORTED
-    assert classify_failure(wrapped(ElidedLiteralError("{...}"))) is Failure.UNSUPPORTED
+    assert classify_failure(wrapped(Unimplemented("fft"))) is FailureKind.UNSUPPORTED
+    assert classify_failure(wrapped(ElidedLiteralError("{...}"))) is FailureKind.UNSUPPORTED
     assert classify_failure(CollectiveMismatchError("all-reduce", (0, 1), (1,))) is \
-        Failure.COLLECTIVE_MISMATCH
-    assert classify_failure(wrapped(ExecutionTimeout("late"))) is Failure.TIMEOUT
-    assert classify_failure(ExecutionError("boom")) is Failure.EXECUTION
+        FailureKind.COLLECTIVE_MISMATCH
+    assert classify_failure(wrapped(ExecutionTimeout("late"))) is FailureKind.TIMEOUT
+    assert classify_failure(ExecutionError("boom")) is FailureKind.EXECUTION
 
 
 def failing_target(exc: Exception):
@@ -202,7 +207,8 @@ def failing_target(exc: Exception):
 
 def test_a_target_that_raises_fails_where_the_source_does_not():
     result = check_modules(parse_module(SOURCE), parse_module(TARGET),
-                           runner=failing_target(ExecutionError("boom")), minimize=False)
+                           options=VerifyOptions(runner=failing_target(ExecutionError("boom")),
+                                                 minimize=False))
     assert result.status is Status.UNSOUND and result.error_line == TARGET_FAILS
     assert "boom" in result.counterexample.message
 
@@ -210,7 +216,7 @@ def test_a_target_that_raises_fails_where_the_source_does_not():
 def test_a_target_collective_mismatch_has_its_own_error_line():
     exc = CollectiveMismatchError("all-reduce", (0, 1), (0,))
     result = check_modules(parse_module(SOURCE), parse_module(TARGET),
-                           runner=failing_target(exc), minimize=False)
+                           options=VerifyOptions(runner=failing_target(exc), minimize=False))
     assert result.status is Status.UNSOUND and result.error_line == COLLECTIVE_MISMATCH
 
 
@@ -220,21 +226,24 @@ def test_an_unimplemented_op_is_an_error_never_unsound():
             if module.name == which:
                 raise ExecutionError("wrapped") from Unimplemented("fft")
             return interpreter.run(module, inputs, topology=topology, seed=seed)
-        result = check_modules(parse_module(SOURCE), parse_module(TARGET), runner=run)
+        result = check_modules(parse_module(SOURCE), parse_module(TARGET),
+                               options=VerifyOptions(runner=run))
         assert result.status is Status.ERROR and result.error_line == UNSUPPORTED
 
 
 def test_a_source_that_fails_is_an_error():
     def run(module, inputs, topology, seed):
         raise ExecutionError("the source breaks")
-    result = check_modules(parse_module(SOURCE), parse_module(TARGET), runner=run)
+    result = check_modules(parse_module(SOURCE), parse_module(TARGET),
+                           options=VerifyOptions(runner=run))
     assert result.status is Status.ERROR and result.error_line == SOURCE_FAILS
 
 
 def test_a_source_that_is_always_undefined_proves_nothing():
     def run(module, inputs, topology, seed):
         raise CollectiveMismatchError("all-reduce", (0, 1), (1,))
-    result = check_modules(parse_module(SOURCE), parse_module(TARGET), runner=run)
+    result = check_modules(parse_module(SOURCE), parse_module(TARGET),
+                           options=VerifyOptions(runner=run))
     assert result.status is Status.FAILED_TO_PROVE
     assert "undefined behaviour" in result.warnings[0]
 
@@ -245,7 +254,8 @@ def test_a_malformed_target_is_reported_before_anything_runs():
 
     bad = TARGET.replace("  ROOT %negate", "  %grown = f32[5]{0} negate(%x)\n  ROOT %negate")
     # negate cannot grow: %grown breaks the shape rule (the signature still parses)
-    result = check_modules(parse_module(SOURCE), parse_module(bad), runner=must_not_run)
+    result = check_modules(parse_module(SOURCE), parse_module(bad),
+                           options=VerifyOptions(runner=must_not_run))
     assert result.status is Status.UNSOUND and result.error_line == TARGET_MALFORMED
 
 
@@ -256,8 +266,8 @@ def test_a_target_far_slower_than_the_source_fails(monkeypatch):
         if module.name == "target":
             time.sleep(2)
         return interpreter.run(module, inputs, topology=topology, seed=seed)
-    result = check_modules(parse_module(SOURCE), parse_module(TARGET), runner=run, trials=1,
-                           timeout=0.5, minimize=False)
+    result = check_modules(parse_module(SOURCE), parse_module(TARGET),
+                           options=VerifyOptions(runner=run, trials=1, timeout=0.5, minimize=False))
     assert result.status is Status.UNSOUND and result.error_line == TARGET_FAILS
     assert "did not finish within" in result.counterexample.message
 
@@ -269,12 +279,13 @@ def test_given_inputs_replace_the_generated_ones():
         calls.append(inputs)
         return interpreter.run(module, inputs, topology=topology, seed=seed)
     x = np.array([1, 2, 3, 4], np.float32)  # the same on both devices
-    result = check_modules(parse_module(SOURCE), parse_module(TARGET), inputs=[x], runner=run)
+    result = check_modules(parse_module(SOURCE), parse_module(TARGET),
+                           options=VerifyOptions(inputs=[x], runner=run))
     assert result.status is Status.CORRECT and len(calls) == 2
     assert calls[0][0].shape == (2, 4)
     with pytest.raises(ValueError, match="expected \\[4\\] .* or \\[2, 4\\]"):
         check_modules(parse_module(SOURCE), parse_module(TARGET),
-                      inputs=[np.zeros(3, np.float32)])
+                      options=VerifyOptions(inputs=[np.zeros(3, np.float32)]))
 
 
 def test_the_refinement_contract_allows_infinity_to_become_the_extreme_finite_value():
@@ -289,6 +300,6 @@ ENTRY %main (x: f32[4]) -> f32[4] {
 """
     target = source.replace("constant(-inf)", "constant(-3.40282347e+38)")
     assert check_modules(parse_module(source), parse_module(target),
-                         contract="refinement").status is Status.CORRECT
+                         options=VerifyOptions(contract="refinement")).status is Status.CORRECT
     assert check_modules(parse_module(source), parse_module(target),
-                         minimize=False).status is Status.UNSOUND
+                         options=VerifyOptions(minimize=False)).status is Status.UNSOUND

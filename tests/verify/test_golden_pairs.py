@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from neuron_sim.verify import Status, check_modules
+from neuron_sim.verify import Status, VerifyOptions, check_modules
 from neuron_sim.verify.inputs import DEFAULT_TRIALS
 from neuron_sim.verify.report import read_pair_file
 
@@ -17,11 +17,12 @@ PAIRS = sorted(DATA.glob("*.hlo"))
 MAX_MINIMIZED = 8
 
 
-def verify_pair(path: Path, **options):
+def verify_pair(path: Path):
     before, after, header = read_pair_file(path)
     topologies = header.get("topologies", "").split() or None
-    result = check_modules(before, after, topologies, contract=header.get("contract", "exact"),
-                           trials=int(header.get("trials", DEFAULT_TRIALS)), **options)
+    result = check_modules(before, after, topologies,
+                           VerifyOptions(contract=header.get("contract", "exact"),
+                                         trials=int(header.get("trials", DEFAULT_TRIALS))))
     return result, header
 
 
@@ -64,7 +65,8 @@ def test_each_side_of_a_golden_pair_verifies_against_itself(path, side):
     before, after, header = read_pair_file(path)
     module = before if side == "before" else after
     topologies = header.get("topologies", "").split() or None
-    result = check_modules(module, module.clone(), topologies, trials=2, minimize=False)
+    result = check_modules(module, module.clone(), topologies,
+                           VerifyOptions(trials=2, minimize=False))
     undefined = (side == "before" and header.get("status") == "FAILED_TO_PROVE") or \
         (side == "after" and header.get("error") == "ERROR: Collective mismatch in target")
     if undefined:  # this side is undefined on every input: nothing to compare

@@ -12,7 +12,7 @@ import pytest
 from neuron_sim import parse_module
 from neuron_sim.topology import Topology
 from neuron_sim.proofs.index.fold_proof import prove_module
-from neuron_sim.verify import Status, check_modules
+from neuron_sim.verify import Status, VerifyOptions, check_modules
 from neuron_sim.proofs.all_inputs import prove
 from neuron_sim.verify.proving import PROOF_FAILED
 from neuron_sim.verify.sweep.generator import generate
@@ -76,7 +76,7 @@ def test_a_shifted_offset_differs_and_the_verifier_finds_a_witness():
     assert proof.outcome == "differ"
     assert (proof.device, proof.leaf, proof.index) == (0, 0, (0,))
     assert "p0[d0][2]" in proof.source_term and "p0[d0][0]" in proof.target_term
-    result = check_modules(before, after, ["1x4"], minimize=False)
+    result = check_modules(before, after, ["1x4"], VerifyOptions(minimize=False))
     assert result.status is Status.UNSOUND
     assert result.proof is None
 
@@ -84,7 +84,7 @@ def test_a_shifted_offset_differs_and_the_verifier_finds_a_witness():
 def test_check_modules_reports_the_kind_of_correct():
     before, after = parse_module(ar_ds(4, RIGHT)), parse_module(reduce_scatter(4))
     assert check_modules(before, after, ["1x4"]).proof == "all-inputs"
-    assert check_modules(before, after, ["1x4"], proof="sampled").proof == "sampled"
+    assert check_modules(before, after, ["1x4"], VerifyOptions(proof="sampled")).proof == "sampled"
 
 
 DATA_DEPENDENT = """HloModule dd
@@ -104,7 +104,8 @@ def test_a_data_dependent_start_index_stops_the_proof_and_names_it():
     result = check_modules(module, module.clone())
     assert result.status is Status.CORRECT and result.proof == "sampled"
     assert any("no proof for all inputs" in n for n in result.notes)
-    assert check_modules(module, module.clone(), proof="symbolic").error_line == PROOF_FAILED
+    assert check_modules(module, module.clone(),
+                         options=VerifyOptions(proof="symbolic")).error_line == PROOF_FAILED
 
 
 LOOP = """HloModule loop, num_partitions=2
@@ -190,10 +191,11 @@ ENTRY %main (x: f32[65536]) -> f32[65536] {
 }
 """
     source, target = parse_module(text), parse_module(text)
-    result = check_modules(source, target, ["1x1"], max_memory=2 << 20, minimize=False)
+    result = check_modules(source, target, ["1x1"],
+                           VerifyOptions(max_memory=2 << 20, minimize=False))
     assert result.status is Status.CORRECT and result.proof == "sampled"
     assert any("the symbolic run would need about" in n and "2 MiB" in n for n in result.notes)
-    strict = check_modules(source, target, ["1x1"], max_memory=2 << 20, proof="symbolic",
-                           minimize=False)
+    strict = check_modules(source, target, ["1x1"],
+                           VerifyOptions(max_memory=2 << 20, proof="symbolic", minimize=False))
     assert strict.status is Status.FAILED_TO_PROVE
     assert check_modules(source, target, ["1x1"]).proof == "all-inputs"  # no limit: proved

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from neuron_sim.hlo import parse_module_file
-from neuron_sim.verify import Status, check_modules
+from neuron_sim.verify import Status, VerifyOptions, check_modules
 from neuron_sim.verify.checks import SOURCE_FAILS, UNSUPPORTED
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -29,14 +29,15 @@ def corpus_inputs(name: str) -> list[np.ndarray]:
 @pytest.mark.parametrize("name", RUNNABLE)
 def test_jax_module_against_itself_is_correct_on_its_corpus_inputs(name):
     module = parse_module_file(str(DATA / "jax" / f"{name}.hlo"))
-    result = check_modules(module, module.clone(), inputs=corpus_inputs(name), minimize=False)
+    result = check_modules(module, module.clone(),
+                           options=VerifyOptions(inputs=corpus_inputs(name), minimize=False))
     assert result.status is Status.CORRECT, f"{result.error_line}: {result.detail}"
 
 
 @pytest.mark.parametrize("name", RUNNABLE)
 def test_jax_module_against_itself_is_never_unsound_on_bug_finding_inputs(name):
     module = parse_module_file(str(DATA / "jax" / f"{name}.hlo"))
-    result = check_modules(module, module.clone(), minimize=False, timeout=1)
+    result = check_modules(module, module.clone(), options=VerifyOptions(minimize=False, timeout=1))
     if result.status is Status.FAILED_TO_PROVE:
         # e.g. a Collatz loop never ends on negative inputs: nothing to compare, nothing wrong
         assert any("did not finish" in w for w in result.warnings), result.detail
@@ -47,7 +48,7 @@ def test_jax_module_against_itself_is_never_unsound_on_bug_finding_inputs(name):
 @pytest.mark.parametrize("name", NOT_RUNNABLE)
 def test_a_module_the_interpreter_cannot_run_is_an_error_never_unsound(name):
     module = parse_module_file(str(DATA / "jax" / f"{name}.hlo"))
-    result = check_modules(module, module.clone(), trials=2, minimize=False)
+    result = check_modules(module, module.clone(), options=VerifyOptions(trials=2, minimize=False))
     assert result.status is Status.ERROR
     assert result.error_line in (UNSUPPORTED, SOURCE_FAILS)
 
@@ -55,7 +56,7 @@ def test_a_module_the_interpreter_cannot_run_is_an_error_never_unsound(name):
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_fixture_against_itself_is_correct_or_an_error(path):
     module = parse_module_file(str(path))
-    result = check_modules(module, module.clone(), minimize=False, timeout=5)
+    result = check_modules(module, module.clone(), options=VerifyOptions(minimize=False, timeout=5))
     assert result.status in (Status.CORRECT, Status.ERROR), \
         f"{result.status}: {result.error_line}: {result.detail}"
     if result.status is Status.ERROR:

@@ -24,7 +24,7 @@ from neuron_sim.io import read_npz, storable
 from neuron_sim.topology import Topology, group_mode, validate_replica_groups
 from neuron_sim.hlo.replica_groups import ReplicaGroups
 from neuron_sim.passes import PassContext
-from neuron_sim.verify.api import apply_passes, check_modules, pass_list
+from neuron_sim.verify.api import VerifyOptions, apply_passes, check_modules, pass_list
 from neuron_sim.verify.fuzz.generator import StopDrawing, draw_modules
 from neuron_sim.verify.result import Status
 from neuron_sim.verify.strategies import (GROUP_MODES, collective_idioms, compact_forms,
@@ -83,7 +83,7 @@ def test_printed_idiom_parses_back_to_an_equal_module(module):
           suppress_health_check=list(HealthCheck))
 @given(st.one_of(hlo_modules(max_instructions=10), collective_idioms()))
 def test_a_module_verifies_against_itself(module):
-    result = check_modules(module, module, trials=2, minimize=False)
+    result = check_modules(module, module, options=VerifyOptions(trials=2, minimize=False))
     assert result.status in (Status.CORRECT, Status.FAILED_TO_PROVE), result.detail
 
 
@@ -189,7 +189,7 @@ def test_fused_and_indexed_idioms_are_valid_print_back_and_verify_against_themse
         assert parse_module(text).to_text() == text
         texts.append(text)
         if index < 6:
-            result = check_modules(module, module, trials=1, minimize=False)
+            result = check_modules(module, module, options=VerifyOptions(trials=1, minimize=False))
             assert result.status is Status.CORRECT, result.detail
     joined = "\n".join(texts)
     assert "kind=kLoop" in joined and "branch_computations=" in joined

@@ -70,9 +70,9 @@ def test_invalid_combinations_are_skipped_with_their_reason(sweep):
     (Spec("t", 1, 5, "flattened", "contiguous", "table"), "equal groups"),
 ])
 def test_build_refuses_with_a_reason(spec, reason):
-    from neuron_sim.verify.sweep.generator import Invalid
+    from neuron_sim.verify.sweep.generator import UnbuildableSpec
 
-    with pytest.raises(Invalid, match=reason):
+    with pytest.raises(UnbuildableSpec, match=reason):
         build(spec, random.Random(0))
 
 

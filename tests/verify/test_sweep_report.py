@@ -14,23 +14,23 @@ from neuron_sim.verify.sweep.generator import generate
 from neuron_sim.verify.sweep.report import (findings, pass_counts, print_report, sweep_json,
                                  theorem_says_sound)
 from neuron_sim.verify.sweep.runner import default_passes, run_cases
-from neuron_sim.proofs.pools import Layout
+from neuron_sim.proofs.pools import GroupLayout
 
 
 @pytest.mark.parametrize("pool, layout, G, g, s, sound", [
     # identity [0..G*g-1]: partition p reads s*p; right only if p is its position: G == 1.
-    ("identity", Layout.CONTIGUOUS, 1, 4, 2, True),
-    ("identity", Layout.CONTIGUOUS, 2, 2, 1, False),
+    ("identity", GroupLayout.CONTIGUOUS, 1, 4, 2, True),
+    ("identity", GroupLayout.CONTIGUOUS, 2, 2, 1, False),
     # multiplied [s*j]: reads s*s*j; right when s == 1 (or g == 2 and the clamp saves it:
     # s*s >= s puts position 1 at the last block).
-    ("multiplied", Layout.CONTIGUOUS, 2, 3, 1, True),
-    ("multiplied", Layout.CONTIGUOUS, 1, 3, 2, False),
-    ("multiplied", Layout.CONTIGUOUS, 1, 2, 3, True),
+    ("multiplied", GroupLayout.CONTIGUOUS, 2, 3, 1, True),
+    ("multiplied", GroupLayout.CONTIGUOUS, 1, 3, 2, False),
+    ("multiplied", GroupLayout.CONTIGUOUS, 1, 2, 3, True),
     # repeated [j]: partition k*g + j reads s*j: its block on contiguous groups; on strided
     # groups partition k + G*j is at position j but reads s * ((k + G*j) % g).
-    ("repeated", Layout.CONTIGUOUS, 3, 4, 2, True),
-    ("repeated", Layout.STRIDED, 2, 2, 1, False),
-    ("repeated", Layout.STRIDED, 1, 3, 1, True),
+    ("repeated", GroupLayout.CONTIGUOUS, 3, 4, 2, True),
+    ("repeated", GroupLayout.STRIDED, 2, 2, 1, False),
+    ("repeated", GroupLayout.STRIDED, 1, 3, 1, True),
 ])
 def test_pool_theorem_at_concrete_values(pool, layout, G, g, s, sound):
     assert theorem_says_sound(pool, layout, G, g, s) is sound

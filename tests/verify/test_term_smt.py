@@ -12,7 +12,7 @@ import pytest
 from neuron_sim.proofs.symbolic import TermTable, run_symbolic
 from neuron_sim import parse_module
 from neuron_sim.topology import Topology
-from neuron_sim.verify import Status, check_modules
+from neuron_sim.verify import Status, VerifyOptions, check_modules
 from neuron_sim.verify.proving import PROOF_FAILED
 from neuron_sim.proofs.smt import decide
 
@@ -90,9 +90,9 @@ def test_a_difference_at_one_value_is_found_by_z3_and_confirmed_by_the_interpret
             "  ROOT %r = pred[4]{0} compare(%y, %b), direction=EQ",
         X + "  %f = pred[] constant(false)\n  ROOT %r = pred[4]{0} broadcast(%f), dimensions={}",
         result="pred[4]")
-    sampled = check_modules(source, target, ["1x2"], proof="sampled")
+    sampled = check_modules(source, target, ["1x2"], VerifyOptions(proof="sampled"))
     assert sampled.status is Status.CORRECT  # the samples miss it
-    result = check_modules(source, target, ["1x2"], minimize=False)
+    result = check_modules(source, target, ["1x2"], VerifyOptions(minimize=False))
     assert result.status is Status.UNSOUND, result.detail
     inputs = np.asarray(result.counterexample.inputs[0]).reshape(-1)
     assert (inputs * np.float32(3) == np.float32(3703.5)).any()
@@ -115,10 +115,10 @@ ENTRY %main (x: f32[4]) -> f32[4] {{
 """)
     source = minimum_module("source", "-inf")
     proved = check_modules(source, minimum_module("target", "-3.40282347e+38"), ["1x2"],
-                           contract="refinement")
+                           VerifyOptions(contract="refinement"))
     assert proved.status is Status.CORRECT and proved.proof == "all-inputs"
     refuted = check_modules(source, minimum_module("target", "-1"), ["1x2"],
-                            contract="refinement", minimize=False)
+                            VerifyOptions(contract="refinement", minimize=False))
     assert refuted.status is Status.UNSOUND
 
 
@@ -131,10 +131,11 @@ def test_a_transcendental_z3_cannot_model_leaves_failed_to_prove():
         X + "  %e = f32[4]{0} exponential(%x)\n  %one = f32[] constant(1)\n"
             "  %b = f32[4]{0} broadcast(%one), dimensions={}\n"
             "  ROOT %r = f32[4]{0} multiply(%e, %b)")
-    result = check_modules(source, target, ["1x1"], minimize=False)
+    result = check_modules(source, target, ["1x1"], VerifyOptions(minimize=False))
     assert result.status is Status.FAILED_TO_PROVE and result.error_line == PROOF_FAILED
     assert "exponential" in result.detail
-    assert check_modules(source, target, ["1x1"], proof="sampled").status is Status.CORRECT
+    assert check_modules(source, target, ["1x1"],
+                         VerifyOptions(proof="sampled")).status is Status.CORRECT
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16", "f64"])
@@ -147,7 +148,7 @@ def test_other_float_widths_are_modelled_in_their_own_precision(dtype):
         f"  %b = {dtype}[2]{{0}} broadcast(%two), dimensions={{}}\n"
         f"  %m = {dtype}[2]{{0}} multiply(%x, %b)\n  ROOT %r = {dtype}[2]{{0}} divide(%m, %b)",
         params=f"x: {dtype}[2]", result=f"{dtype}[2]")
-    result = check_modules(source, target, ["1x1"], minimize=False)
+    result = check_modules(source, target, ["1x1"], VerifyOptions(minimize=False))
     assert result.status is Status.UNSOUND, result.detail
 
 
@@ -164,5 +165,5 @@ def test_not_less_is_greater_or_equal_in_total_order_but_not_in_ieee_order():
                     params=params, result="pred[2]")
     total = check_modules(*pair_of(", type=TOTALORDER"), ["1x2"])
     assert total.status is Status.CORRECT and total.proof == "all-inputs", total.detail
-    ieee = check_modules(*pair_of(""), ["1x2"], minimize=False)
+    ieee = check_modules(*pair_of(""), ["1x2"], options=VerifyOptions(minimize=False))
     assert ieee.status is Status.UNSOUND

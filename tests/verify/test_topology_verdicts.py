@@ -13,7 +13,7 @@ from neuron_sim.cli import main
 from neuron_sim.hlo import parse_module
 from neuron_sim.topology import Topology
 from neuron_sim.passes import HloPass, PassContext, PassOption, UnknownPassOptionError
-from neuron_sim.verify import Status, check_modules, check_pass, format_result
+from neuron_sim.verify import Status, VerifyOptions, check_modules, check_pass, format_result
 from neuron_sim.verify.checks import VALUE_MISMATCH
 
 # No channel_id: an all-reduce across all replicas; the identity with one replica only.
@@ -38,7 +38,8 @@ class CountingPass(HloPass):
 def test_a_rewrite_sound_on_one_topology_is_unsound_on_another():
     module = parse_module(CROSS_REPLICA)
     assert check_pass(module, "aws_neuron_delete_permute", ["1x4"]).status is Status.CORRECT
-    result = check_pass(module, "aws_neuron_delete_permute", ["1x4", "2x2"], minimize=False)
+    result = check_pass(module, "aws_neuron_delete_permute", ["1x4", "2x2"],
+                        VerifyOptions(minimize=False))
     assert result.status is Status.UNSOUND
     assert result.counterexample.topology == Topology(2, 2)
     assert result.topologies == [Topology(1, 4), Topology(2, 2)]
@@ -49,7 +50,7 @@ def test_every_topology_gets_its_verdict_and_the_summary_is_the_first_failing_on
     module = parse_module(CROSS_REPLICA)
     after = module.clone()
     after.entry.root = after.entry.root.operand(0)
-    result = check_modules(module, after, ["1x4", "2x2", "4x1"], minimize=False)
+    result = check_modules(module, after, ["1x4", "2x2", "4x1"], VerifyOptions(minimize=False))
     verdicts = result.topology_results
     assert [v.topology for v in verdicts] == [Topology(1, 4), Topology(2, 2), Topology(4, 1)]
     assert [v.status for v in verdicts] == [Status.CORRECT, Status.UNSOUND, Status.UNSOUND]
@@ -62,17 +63,18 @@ def test_every_topology_gets_its_verdict_and_the_summary_is_the_first_failing_on
 
 def test_the_text_report_has_one_line_per_topology_when_there_are_several():
     module = parse_module(CROSS_REPLICA)
-    one = format_result(check_modules(module, module.clone(), ["1x4"], trials=1))
+    one = format_result(check_modules(module, module.clone(), ["1x4"], VerifyOptions(trials=1)))
     assert "topology 1x4 (4 devices):" not in one
-    several = format_result(check_modules(module, module.clone(), ["1x4", "2x2"], trials=1))
+    several = format_result(check_modules(module, module.clone(), ["1x4", "2x2"],
+                                          VerifyOptions(trials=1)))
     assert "topology 1x4 (4 devices): CORRECT, 1 executions compared" in several
     assert "topology 2x2 (4 devices): CORRECT, 1 executions compared" in several
 
 
 def test_a_pass_given_two_topologies_runs_once_per_topology_with_that_topology_and_options():
     counting = CountingPass()
-    result = check_pass(parse_module(CROSS_REPLICA), [counting], ["1x4", "2x2"], trials=1,
-                        pass_options={"verbose": "1"})
+    result = check_pass(parse_module(CROSS_REPLICA), [counting], ["1x4", "2x2"],
+                        VerifyOptions(trials=1, pass_options={"verbose": "1"}))
     assert result.status is Status.CORRECT
     assert [c.topology for c in counting.contexts] == [Topology(1, 4), Topology(2, 2)]
     assert all(dict(c.options) == {"verbose": "1"} for c in counting.contexts)
@@ -83,7 +85,7 @@ def test_an_option_no_pass_declares_is_refused_before_any_pass_runs():
     counting = CountingPass()
     with pytest.raises(UnknownPassOptionError, match="no_such_option"):
         check_pass(parse_module(CROSS_REPLICA), [counting], ["1x4"],
-                   pass_options={"no_such_option": "1"})
+                   VerifyOptions(pass_options={"no_such_option": "1"}))
     assert counting.contexts == []
 
 
@@ -110,7 +112,7 @@ def test_a_pass_that_fails_on_one_topology_is_an_error_there_only():
             return super().run_on_module(module, context)
 
     result = check_pass(parse_module(CROSS_REPLICA), [FailsOnTwoReplicas()], ["1x4", "2x2"],
-                        trials=1)
+                        VerifyOptions(trials=1))
     statuses = [v.status for v in result.topology_results]
     assert statuses == [Status.CORRECT, Status.ERROR]
     assert result.status is Status.ERROR
@@ -134,7 +136,7 @@ ENTRY %main (p: (f32[2], s32[])) -> f32[2] {
         return [inputs[0][0]]
 
     given = [(np.array([1, 2], np.float32), np.array(3, np.int32))]
-    result = check_modules(module, module.clone(), inputs=given, runner=run)
+    result = check_modules(module, module.clone(), options=VerifyOptions(inputs=given, runner=run))
     assert result.status is Status.CORRECT
     values, count = seen[0][0]
     assert values.shape == (2, 2) and count.shape == (2,)
@@ -177,7 +179,8 @@ def test_given_nested_tuple_inputs_are_held_as_the_flat_leaves():
         return [inputs[0][0] * 2]
 
     a, n, b = np.array([1, 2], np.float32), np.array(3, np.int32), np.zeros(3, np.float32)
-    result = check_modules(module, module.clone(), "1x2", inputs=[((a, n), b)], runner=run)
+    result = check_modules(module, module.clone(), "1x2",
+                           VerifyOptions(inputs=[((a, n), b)], runner=run))
     assert result.status is Status.CORRECT
     leaves = seen[0][0]
     assert [leaf.shape for leaf in leaves] == [(2, 2), (2,), (2, 3)]

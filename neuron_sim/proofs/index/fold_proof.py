@@ -35,7 +35,9 @@ from neuron_sim.lazy import LazyModule
 z3 = LazyModule("z3")
 
 
-class Status(str, enum.Enum):
+class FoldStatus(str, enum.Enum):
+    """The fold proof's verdict on one all-reduce + dynamic-slice pair."""
+
     PROVEN = "PROVEN"                    # sound on every device
     REFUTED = "REFUTED"                  # a device reads the wrong shard (witness given)
     FAILED_TO_PROVE = "FAILED_TO_PROVE"  # the offset leaves the sub-language, or z3 gave up
@@ -90,7 +92,7 @@ class FoldProof:
 
     pair: ArDsPair
     topology: Topology
-    status: Status
+    status: FoldStatus
     reason: str
     group_mode: GroupMode | None = None
     witness: Witness | None = None
@@ -99,7 +101,7 @@ class FoldProof:
 
     @property
     def proven(self) -> bool:
-        return self.status is Status.PROVEN
+        return self.status is FoldStatus.PROVEN
 
     def describe(self) -> str:
         text = f"{self.status}: {self.pair.name}: {self.reason}"
@@ -171,13 +173,13 @@ def _prove(pair: ArDsPair, topology: Topology, mode: GroupMode,
             reason = (f"a group of {len(group)} devices times the {s}-long shard is "
                       f"{len(group) * s}, not the extent {full} of dimension {pair.slice_dim}: "
                       "no reduce-scatter gives each device this dynamic-slice's shard")
-            return FoldProof(pair, topology, Status.REFUTED, reason, mode,
+            return FoldProof(pair, topology, FoldStatus.REFUTED, reason, mode,
                              Witness(f, r, p, 0, group, 0))
     device = DeviceCoordinates.of_topology(topology)
     try:
         offset = IndexEncoder(device).encode(pair.start_index, pair.path)
     except OutsideSubLanguage as exc:
-        return FoldProof(pair, topology, Status.FAILED_TO_PROVE, str(exc), mode)
+        return FoldProof(pair, topology, FoldStatus.FAILED_TO_PROVE, str(exc), mode)
     clamped = sem.clamp_start_index(offset.term, offset.etype, full - s)
     expected = device.lookup(topology, [i * s for i in position], sem.WIDE)
 
@@ -187,11 +189,11 @@ def _prove(pair: ArDsPair, topology: Topology, mode: GroupMode,
     solver.add(clamped != expected)
     verdict = solver.check()
     if verdict == z3.unsat:
-        return FoldProof(pair, topology, Status.PROVEN,
+        return FoldProof(pair, topology, FoldStatus.PROVEN,
                          f"clamp(offset) == position * {s} on all {topology.num_devices} "
                          f"devices ({mode})", mode)
     if verdict == z3.unknown:
-        return FoldProof(pair, topology, Status.FAILED_TO_PROVE,
+        return FoldProof(pair, topology, FoldStatus.FAILED_TO_PROVE,
                          f"z3 gave up: {solver.reason_unknown()}", mode)
     model = _smallest_device_model(solver, device, topology)
     r = model.eval(device.replica, model_completion=True).as_long()
@@ -200,7 +202,7 @@ def _prove(pair: ArDsPair, topology: Topology, mode: GroupMode,
     raw = sem.to_python_int(model.eval(offset.term, model_completion=True), offset.etype)
     read = model.eval(clamped, model_completion=True).as_long()
     witness = Witness(f, r, p, position[f], group_of[f], position[f] * s, raw, read)
-    return FoldProof(pair, topology, Status.REFUTED,
+    return FoldProof(pair, topology, FoldStatus.REFUTED,
                      f"a device reads the wrong shard ({mode})", mode, witness)
 
 

@@ -56,12 +56,14 @@ from neuron_sim.hlo.ir import HloInstruction, HloModule
 from neuron_sim.outputs import atomic_write_text
 from neuron_sim.topology import Topology, group_mode
 from neuron_sim.passes import HloPass, PassContext
-from neuron_sim.verify.api import apply_passes, check_modules, check_pass, pass_list
+from neuron_sim.verify.api import apply_passes, pass_list
 from neuron_sim.verify.checks import PASS_FAILED, TARGET_MALFORMED, malformed
 from neuron_sim.verify.fuzz.generator import StopDrawing, draw_modules, fuzz_modules
 from neuron_sim.verify.minimize import minimize_case
+from neuron_sim.verify.options import VerifyOptions
 from neuron_sim.verify.report import topology_arguments, write_counterexample
 from neuron_sim.verify.result import Counterexample, Status, VerificationResult
+from neuron_sim.verify.verifier import Verifier
 
 CLASSES = ("crashed", "malformed", "unsound", "correct", "unchanged", "inconclusive")
 FAILURE_CLASSES = ("crashed", "malformed", "unsound")
@@ -270,6 +272,18 @@ def _crash_result(module: HloModule, topology: Topology, line: str) -> Verificat
                               error_line=line, detail=line, counterexample=cex, trials=0)
 
 
+@dataclass(frozen=True)
+class _SameCrash:
+    """Judges a crash's candidates for the minimizer: each one that ``still_crashes`` let
+    through is the crash on its topology (its source is the candidate)."""
+
+    line: str
+
+    def check_case(self, before: HloModule, after: HloModule, topology: Topology,
+                   inputs: Sequence | None) -> VerificationResult:
+        return _crash_result(before, topology, self.line)
+
+
 def runs(module: HloModule, topology: Topology) -> bool:
     """Whether ``module`` is well formed and executes on ``topology`` (a crash on a module
     that is not a program there, such as groups naming devices it lacks, is not the pass's)."""
@@ -297,11 +311,7 @@ def minimize_crash(module: HloModule, hlo_pass: HloPass, topology: Topology
             return None
         return source
 
-    def verdict(before: HloModule, after: HloModule, where: Topology,
-                inputs: Sequence | None) -> VerificationResult:
-        return _crash_result(before, where, line)
-
-    minimized = minimize_case(_crash_result(module, topology, line), verdict,
+    minimized = minimize_case(_crash_result(module, topology, line), _SameCrash(line),
                               rewrite=still_crashes)
     if minimized is None:
         return module, topology, line
@@ -323,8 +333,9 @@ class _Run:
         campaign = self.campaign
         for hlo_pass in self.passes:
             started = time.process_time()
-            result = check_pass(module, [hlo_pass], trials=self.trials,
-                                seed=campaign.seed + index, minimize=False)
+            verifier = Verifier(VerifyOptions(trials=self.trials, seed=campaign.seed + index,
+                                              minimize=False))
+            result = verifier.check_pass(module, [hlo_pass])
             klass = classify(result)
             campaign.counts[hlo_pass.name][klass] += 1
             if klass in FAILURE_CLASSES:
@@ -370,8 +381,8 @@ class _Run:
                 crash = (module, topology, check)
             before, where = crash[0], crash[1]
         else:
-            result.minimized = minimize_case(result, self.pair_verifier(result),
-                                             rewrite=self.rewriter(hlo_pass))
+            result.minimized = self.case_verifier(result).minimize(
+                result, rewrite=self.rewriter(hlo_pass))
             before, _, cex = result.reported
             where = cex.topology if cex is not None else result.topologies[0]
         failure = Failure(hlo_pass.name, klass, check, module_shape(before), index, where,
@@ -389,15 +400,12 @@ class _Run:
         if self.corpus is not None:
             save_failure(failure, before if crash else result, self.corpus)
 
-    def pair_verifier(self, result: VerificationResult) -> Callable:
-        """What the minimizer asks of each smaller candidate: ``check_modules`` with the
-        campaign's trials and seed, unminimized, sampled."""
-        def verify(before: HloModule, after: HloModule, topology: Topology,
-                   inputs: Sequence | None) -> VerificationResult:
-            return check_modules(before, after, [topology], trials=self.trials,
-                                 seed=result.seed, inputs=inputs, contract=result.contract,
-                                 minimize=False, proof="sampled")
-        return verify
+    def case_verifier(self, result: VerificationResult) -> Verifier:
+        """What judges each smaller candidate of ``result``: a verifier with the campaign's
+        trials, the result's seed and contract (``Verifier.check_case``: unminimized,
+        sampled)."""
+        return Verifier(VerifyOptions(trials=self.trials, seed=result.seed,
+                                      contract=result.contract))
 
     @staticmethod
     def rewriter(hlo_pass: HloPass) -> Callable:

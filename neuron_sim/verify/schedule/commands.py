@@ -51,7 +51,7 @@ def site_line(site: Site, topology: Topology) -> str:
     return line
 
 
-def summary_line(reports: list[ScheduleReport]) -> str:
+def schedule_summary_line(reports: list[ScheduleReport]) -> str:
     unsafe = sum(len(r.unsafe) for r in reports)
     safe = sum(r.safe for r in reports)
     where = ", ".join(str(r.topology) for r in reports)
@@ -105,7 +105,7 @@ def _check_schedule(args: argparse.Namespace) -> int:
         for report in reports:
             for site in report.unsafe:
                 print(site_line(site, report.topology))
-        print(summary_line(reports))
+        print(schedule_summary_line(reports))
         for suggestion in suggestions:
             print("suggest: " + suggestion.describe())
     return EXIT_PROBLEM if any(r.unsafe for r in reports) else EXIT_OK

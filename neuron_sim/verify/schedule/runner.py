@@ -27,6 +27,7 @@ from neuron_sim.topology import Topology
 from neuron_sim.passes.base import HloPass, OpExpanderPass
 from neuron_sim.passes.context import PassContext
 from neuron_sim.verify.api import check_modules
+from neuron_sim.verify.options import VerifyOptions
 from neuron_sim.verify.report import device_text
 from neuron_sim.verify.result import Status
 from neuron_sim.verify.schedule.hazards import Site, hazard_of
@@ -123,9 +124,9 @@ def _confirm(hlo_pass: HloPass, state: HloModule, topology: Topology, context: P
         if not changed:
             site.notes.append("the pass changes nothing here")
             continue
-        result = check_modules(state, after, [topology], trials=trials, seed=seed,
-                               contract=hlo_pass.contract, minimize=False, timeout=timeout,
-                               name=state.name)
+        result = check_modules(state, after, [topology], VerifyOptions(
+            trials=trials, seed=seed, contract=hlo_pass.contract, minimize=False,
+            timeout=timeout, name=state.name))
         text = _witness_text(result)
         if not isinstance(hlo_pass, OpExpanderPass):
             whole = text

@@ -214,7 +214,7 @@ class Spec:
                 f"s={self.slice_size}{fits} {self.assignment}")
 
 
-class Invalid(Exception):
+class UnbuildableSpec(Exception):
     """The spec cannot be built; the message is the reason."""
 
 
@@ -244,8 +244,8 @@ def _layout_groups(layout: str, n: int, width: int | None) -> ReplicaGroups:
         return ReplicaGroups.explicit((tuple(order),))
     g = width or _default_width(n)
     if g in (1, n) or n % g:
-        raise Invalid(f"{n} ids do not split into several equal groups of width {g}: a "
-                      "layout of equal groups needs a width between 2 and n - 1 dividing n")
+        raise UnbuildableSpec(f"{n} ids do not split into several equal groups of width {g}: a "
+                              "layout of equal groups needs a width between 2 and n - 1 dividing n")
     count = n // g
     if layout == "contiguous":
         return ReplicaGroups.explicit(tuple(tuple(range(k * g, k * g + g))
@@ -301,7 +301,8 @@ def _is_power_of_two(n: int) -> bool:
 
 
 def _offset(spec: Spec, groups: tuple[tuple[int, ...], ...], full: int) -> Offset:
-    """The spec's offset form, built for its groups; Invalid where the form has no instance."""
+    """The spec's offset form, built for its groups; UnbuildableSpec where the form has no
+    instance."""
     s, fused, form = spec.slice_size, spec.fused, spec.offset_form
     R, P = spec.replicas, spec.partitions
     n = _id_space(spec.mode, R, P)
@@ -313,22 +314,22 @@ def _offset(spec: Spec, groups: tuple[tuple[int, ...], ...], full: int) -> Offse
         return offset_id_times(s, fused=fused)
     if form == "replica_id_times_s":
         if R == 1:
-            raise Invalid("one replica: replica-id is always 0")
+            raise UnbuildableSpec("one replica: replica-id is always 0")
         return offset_id_times(s, fused=fused, source="replica-id")
     if form == "flattened_id_times_s":
         if R == 1 or P == 1:
-            raise Invalid("the flattened id equals the only non-trivial id here")
+            raise UnbuildableSpec("the flattened id equals the only non-trivial id here")
         return offset_flattened(s, P, fused=fused)
     if form.startswith("pool_"):
         if not groups or len(set(len(g) for g in groups)) != 1:
-            raise Invalid("the pools are built from equal non-empty groups (G and g)")
+            raise UnbuildableSpec("the pools are built from equal non-empty groups (G and g)")
         return offset_pool(POOL_READINGS[form[len("pool_"):]](count, width, s), s,
                            fused=fused)
     if form in ("table", "iota_table", "subtract"):
         if spec.mode == "cross_replica_and_partition" and P > 1 or \
                 spec.mode == "flattened" and R > 1 and P > 1:
-            raise Invalid("the position depends on both replica-id and partition-id: a "
-                          "per-id table indexes one id")
+            raise UnbuildableSpec("the position depends on both replica-id and partition-id: a "
+                                  "per-id table indexes one id")
         size = R if own_id == "replica-id" else P
         if form == "iota_table":
             return _iota_table(s, own_id, size, fused)
@@ -342,13 +343,13 @@ def _offset(spec: Spec, groups: tuple[tuple[int, ...], ...], full: int) -> Offse
         # JAX's axis_index: (id >> log2(stride)) & (width - 1), for power-of-two sizes.
         stride = count if spec.layout in ("strided", "iota_transposed") else 1
         if not (_is_power_of_two(width) and _is_power_of_two(stride)):
-            raise Invalid("JAX's shift / and form needs power-of-two axis sizes (it emits "
-                          "remainder and divide otherwise)")
+            raise UnbuildableSpec("JAX's shift / and form needs power-of-two axis sizes (it emits "
+                                  "remainder and divide otherwise)")
         return offset_jax(s, full, shift=stride.bit_length() - 1,
                           mask=width - 1 if width < n else None, fused=fused, source=own_id)
     if form in ("remainder", "divide"):
         if not groups or count == 1:
-            raise Invalid(f"{form} by the group count or width needs several groups")
+            raise UnbuildableSpec(f"{form} by the group count or width needs several groups")
         divisor = width if form == "remainder" else count
         return offset_divmod(s, divisor=divisor, use_remainder=form == "remainder",
                              fused=fused, source=own_id)
@@ -370,17 +371,18 @@ def _assignment(name: str, replicas: int, partitions: int,
 
 
 def build(spec: Spec, rng: random.Random) -> Case:
-    """The case for ``spec``; raises Invalid with the reason it cannot be built."""
+    """The case for ``spec``; raises UnbuildableSpec with the reason it cannot be built."""
     R, P = spec.replicas, spec.partitions
     if spec.mode == "cross_partition":
-        raise Invalid("an all-reduce has no CrossPartition mode: with a channel_id and no "
-                      "use_global_device_ids it is CrossReplicaAndPartition (SEMANTICS.md §2)")
+        raise UnbuildableSpec("an all-reduce has no CrossPartition mode: with a channel_id and no "
+                              "use_global_device_ids it is CrossReplicaAndPartition "
+                              "(SEMANTICS.md §2)")
     n = _id_space(spec.mode, R, P)
     if spec.layout == "empty" and spec.mode == "flattened":
-        raise Invalid("empty replica_groups are invalid in FlattenedID mode")
+        raise UnbuildableSpec("empty replica_groups are invalid in FlattenedID mode")
     if n < 2:
-        raise Invalid(f"the {spec.mode} groups name {n} id: every group is one device, so "
-                      "the slice would be the whole extent (not a 1-D shard)")
+        raise UnbuildableSpec(f"the {spec.mode} groups name {n} id: every group is one device, so "
+                              "the slice would be the whole extent (not a 1-D shard)")
     replica_groups = _layout_groups(spec.layout, n, spec.width)
     groups = replica_groups.groups
     group_size = len(groups[0]) if groups else n
@@ -512,7 +514,7 @@ def generate(max_devices: int = DEFAULT_MAX_DEVICES, *, presets: list[str] | Non
     for spec in specs:
         try:
             case = build(spec, rng)
-        except Invalid as exc:
+        except UnbuildableSpec as exc:
             skips.append(Skip(spec.describe(), str(exc)))
             continue
         if case.id in seen:

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 from neuron_sim.lazy import LazyModule
 from neuron_sim.verify.sweep.generator import PRESETS, Case, Skip
 from neuron_sim.verify.sweep.runner import OUTCOMES, CaseResult
-from neuron_sim.proofs.pools import CHARACTERIZATIONS, BitVecModel, Layout
+from neuron_sim.proofs.pools import CHARACTERIZATIONS, BitVecModel, GroupLayout
 
 z3 = LazyModule("z3")
 
@@ -49,7 +49,7 @@ def pass_counts(results: Sequence[CaseResult], key: str) -> dict[str, int]:
 # The pool theorems, evaluated on a case.
 
 
-def theorem_says_sound(pool: str, layout: Layout, groups: int, width: int,
+def theorem_says_sound(pool: str, layout: GroupLayout, groups: int, width: int,
                        slice_size: int) -> bool:
     """The proven soundness condition of ``pool`` on ``layout`` at concrete G, g, s."""
     model = BitVecModel()
@@ -64,15 +64,15 @@ def theorem_says_sound(pool: str, layout: Layout, groups: int, width: int,
     return z3.is_true(value)
 
 
-def pool_theorem_case(case: Case) -> tuple[str, Layout, int, int] | None:
+def pool_theorem_case(case: Case) -> tuple[str, GroupLayout, int, int] | None:
     """(pool, layout, G, g) when the case is inside the pool theorems' model (one replica,
     G*g partitions, FlattenedID, contiguous or strided groups, an unfused pool offset, dimension
     0, a shard that tiles the extent), else None."""
     if not case.offset_form.startswith("pool_") or case.fused or case.replicas != 1 \
             or case.mode != "flattened" or case.slice_dim != 0 or case.assignment != "default":
         return None
-    layout = {"one": Layout.CONTIGUOUS, "contiguous": Layout.CONTIGUOUS,
-              "strided": Layout.STRIDED}.get(case.layout)
+    layout = {"one": GroupLayout.CONTIGUOUS, "contiguous": GroupLayout.CONTIGUOUS,
+              "strided": GroupLayout.STRIDED}.get(case.layout)
     groups = case.replica_groups.groups
     if layout is None or not groups or not case.replica_groups.explicit:
         return None
@@ -87,7 +87,9 @@ def pool_theorem_case(case: Case) -> tuple[str, Layout, int, int] | None:
 
 
 @dataclass
-class Finding:
+class Claim:
+    """A claim about the passes, whether this sweep's cases bear it out, and the evidence."""
+
     claim: str
     holds: bool | None          # None: the sweep has no case that could show it
     evidence: str
@@ -121,23 +123,23 @@ def _short(group: Sequence[int], limit: int = 6) -> str:
     return "{" + ",".join(map(str, group[:limit])) + (",..." if len(group) > limit else "") + "}"
 
 
-def _unsound_example(results: Sequence[CaseResult], key: str, where: Any) -> Finding | None:
+def _unsound_example(results: Sequence[CaseResult], key: str, where: Any) -> Claim | None:
     cases = [r for r in results if key in r.passes and where(r.case)]
     if not cases:
         return None
     bad = [r for r in cases if r.passes[key].outcome == "fired_unsound"]
     evidence = (f"{len(bad)} of {len(cases)} such cases folded unsoundly; e.g. "
                 + _witness_text(bad[0], key)) if bad else f"none of {len(cases)} cases"
-    return Finding("", bool(bad), evidence)
+    return Claim("", bool(bad), evidence)
 
 
-def findings(results: Sequence[CaseResult], passes: Sequence[str]) -> list[Finding]:
+def findings(results: Sequence[CaseResult], passes: Sequence[str]) -> list[Claim]:
     """The sweep's checked claims (see the module docstring)."""
-    found: list[Finding] = []
+    found: list[Claim] = []
 
-    def claim(text: str, finding: Finding | None) -> None:
+    def claim(text: str, finding: Claim | None) -> None:
         if finding is None:
-            found.append(Finding(text, None, "no case in this sweep can show it"))
+            found.append(Claim(text, None, "no case in this sweep can show it"))
         else:
             finding.claim = text
             found.append(finding)
@@ -156,7 +158,7 @@ def findings(results: Sequence[CaseResult], passes: Sequence[str]) -> list[Findi
             bad = [r for r in results if r.passes[key].outcome == "fired_unsound"]
             evidence = f"{counts['fired']} folds, {counts['unsound']} unsound" + (
                 f"; e.g. {_witness_text(bad[0], key)}" if bad else "")
-            found.append(Finding(f"{name} never folds unsoundly", not bad, evidence))
+            found.append(Claim(f"{name} never folds unsoundly", not bad, evidence))
     if XLA in passes and PROVEN in passes:
         xla_only = [r for r in results if r.passes[XLA].fired and not r.passes[PROVEN].fired]
         proven_only = [r for r in results
@@ -164,7 +166,7 @@ def findings(results: Sequence[CaseResult], passes: Sequence[str]) -> list[Findi
         evidence = f"it also fires on {len(proven_only)} cases XLA's declines" + (
             f"; XLA's fires alone on {len(xla_only)}, e.g. {xla_only[0].case.id}"
             if xla_only else "")
-        found.append(Finding("the proven fold fires on every case where XLA's fires",
+        found.append(Claim("the proven fold fires on every case where XLA's fires",
                              not xla_only, evidence))
     disagreements = [(r, where) for r in results for where in r.disagreements]
     evidence = f"{sum(1 + len(r.passes) for r in results)} verdicts" + (
@@ -176,20 +178,20 @@ def findings(results: Sequence[CaseResult], passes: Sequence[str]) -> list[Findi
         evidence += (f"; z3 gave no verdict on {sum(undecided.values())} cases ("
                      + ", ".join(f"{n} {form}" for form, n in undecided.most_common())
                      + "), decided by execution alone")
-    found.append(Finding("z3 and the differential verifier agree on every verdict",
+    found.append(Claim("z3 and the differential verifier agree on every verdict",
                          not disagreements, evidence))
     judgements = [j for r in results
                   for j in (r.reference, *(o.judgement for o in r.passes.values()))
                   if j is not None and j.differential == "sound"]
     sampled = [j for j in judgements if j.proof != "all-inputs"]
-    found.append(Finding(
+    found.append(Claim(
         "every sound differential verdict is proved for all inputs (symbolic execution)",
         not sampled, f"{len(judgements) - len(sampled)} of {len(judgements)} proved for all "
                      "inputs" + (f"; sampled only: {len(sampled)}" if sampled else "")))
     return found
 
 
-def _pool_region(results: Sequence[CaseResult]) -> Finding | None:
+def _pool_region(results: Sequence[CaseResult]) -> Claim | None:
     checked, wrong = 0, []
     for result in results:
         inside = pool_theorem_case(result.case)
@@ -207,7 +209,7 @@ def _pool_region(results: Sequence[CaseResult]) -> Finding | None:
         return None
     evidence = (f"{checked - len(wrong)} of {checked} pool cases as the theorems say"
                 + (f"; e.g. {wrong[0]}" if wrong else ""))
-    return Finding("", not wrong, evidence)
+    return Claim("", not wrong, evidence)
 
 
 # --------------------------------------------------------------------------------------------

@@ -29,11 +29,12 @@ from neuron_sim.hlo.replica_groups import ReplicaGroups
 from neuron_sim.topology import Topology, group_mode, participant_groups
 from neuron_sim.passes import PassContext, get_pass
 from neuron_sim.proofs.index.ar_ds_pairs import ArDsPair, find_ar_ds_pairs
-from neuron_sim.proofs.index.fold_proof import FoldProof, Status, pair_groups, prove_pair
+from neuron_sim.proofs.index.fold_proof import FoldProof, FoldStatus, pair_groups, prove_pair
 from neuron_sim.passes.registry import pass_keys
 from neuron_sim.verify.api import check_modules
+from neuron_sim.verify.options import VerifyOptions
 from neuron_sim.verify.checks import TARGET_MALFORMED
-from neuron_sim.verify.result import Status as Verdict
+from neuron_sim.verify.result import Status
 from neuron_sim.verify.sweep.generator import Case
 
 FOLD_PASSES = ("aws_neuron_rewrite_all_reduce_dynamic_slice",
@@ -119,8 +120,8 @@ class CaseResult:
                 "seconds": round(self.seconds, 4)}
 
 
-def _z3_word(status: Status) -> str:
-    return {Status.PROVEN: SOUND, Status.REFUTED: UNSOUND}.get(status, UNKNOWN)
+def _z3_word(status: FoldStatus) -> str:
+    return {FoldStatus.PROVEN: SOUND, FoldStatus.REFUTED: UNSOUND}.get(status, UNKNOWN)
 
 
 def _differential(before: HloModule, after: HloModule, topology: Topology,
@@ -128,8 +129,9 @@ def _differential(before: HloModule, after: HloModule, topology: Topology,
     """The differential verifier's word on ``after`` replacing ``before``, its witness device,
     its error line and, for a sound verdict, its kind of proof (``"all-inputs"`` when the
     symbolic run equated every output element of every device, else ``"sampled"``)."""
-    result = check_modules(before, after, [topology], trials=1, seed=seed, minimize=False)
-    word = {Verdict.CORRECT: SOUND, Verdict.UNSOUND: UNSOUND}.get(result.status, UNKNOWN)
+    result = check_modules(before, after, [topology],
+                           VerifyOptions(trials=1, seed=seed, minimize=False))
+    word = {Status.CORRECT: SOUND, Status.UNSOUND: UNSOUND}.get(result.status, UNKNOWN)
     witness = None
     cex = result.counterexample
     if cex is not None and cex.device is not None:

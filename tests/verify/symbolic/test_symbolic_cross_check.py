@@ -19,7 +19,7 @@ from neuron_sim.hlo import parse_module
 from neuron_sim.hlo.replica_groups import ReplicaGroups
 from neuron_sim.topology import Topology, group_mode, participant_groups
 from neuron_sim.passes.neuron.offset_pools import POOL_READINGS
-from neuron_sim.proofs.index.fold_proof import Status, prove_module
+from neuron_sim.proofs.index.fold_proof import FoldStatus, prove_module
 from neuron_sim.proofs.idioms import (ArDsIdiom, offset_constant, offset_divmod, offset_flattened,
                                     offset_id_times, offset_jax, offset_pool, offset_table)
 
@@ -140,10 +140,10 @@ def test_proof_verdict_equals_execution_verdict(idiom: ArDsIdiom):
     differing = differing_devices(idiom)
     VERDICTS[idiom.name] = not differing
     if differing:
-        assert proof.status is Status.REFUTED, proof.describe()
+        assert proof.status is FoldStatus.REFUTED, proof.describe()
         assert proof.witness.device == differing[0], (proof.describe(), differing)
     else:
-        assert proof.status is Status.PROVEN, proof.describe()
+        assert proof.status is FoldStatus.PROVEN, proof.describe()
 
 
 def test_the_combinations_exercise_both_verdicts():

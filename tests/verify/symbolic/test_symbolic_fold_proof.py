@@ -10,7 +10,7 @@ import pytest
 from neuron_sim.hlo import parse_module, parse_module_file
 from neuron_sim.topology import Topology
 from neuron_sim.proofs.index.ar_ds_pairs import find_ar_ds_pairs
-from neuron_sim.proofs.index.fold_proof import Status, prove_module
+from neuron_sim.proofs.index.fold_proof import FoldStatus, prove_module
 from neuron_sim.proofs.idioms import (ArDsIdiom, offset_divmod, offset_id_times, offset_jax,
                                     offset_pool, offset_table)
 
@@ -30,7 +30,7 @@ def test_every_jax_corpus_pair_is_found_through_its_fusion_and_proven(name):
     module = parse_module_file(str(JAX / f"{name}.hlo"))
     proof = only_proof(module)
     assert proof.pair.is_fused and proof.pair.path[0].opcode.spelling == "fusion"
-    assert proof.status is Status.PROVEN, proof.describe()
+    assert proof.status is FoldStatus.PROVEN, proof.describe()
 
 
 def test_seed_examples_get_the_hand_derived_verdicts():
@@ -44,14 +44,14 @@ def test_seed_examples_get_the_hand_derived_verdicts():
                  "multi_group_strided"):
         verdicts[name] = only_proof(parse_module_file(str(ROOT / "examples" /
                                                           f"ar_ds_{name}.hlo")))
-    assert verdicts["single_group_sorted"].status is Status.PROVEN
-    assert verdicts["multi_group_contiguous"].status is Status.PROVEN
+    assert verdicts["single_group_sorted"].status is FoldStatus.PROVEN
+    assert verdicts["multi_group_contiguous"].status is FoldStatus.PROVEN
     unsorted = verdicts["single_group_unsorted"]
-    assert unsorted.status is Status.REFUTED
+    assert unsorted.status is FoldStatus.REFUTED
     assert (unsorted.witness.device, unsorted.witness.position, unsorted.witness.offset,
             unsorted.witness.expected) == (0, 1, 0, 2)
     strided = verdicts["multi_group_strided"]
-    assert strided.status is Status.REFUTED
+    assert strided.status is FoldStatus.REFUTED
     assert (strided.witness.device, strided.witness.position, strided.witness.clamped,
             strided.witness.expected) == (1, 0, 2, 0)
 
@@ -64,7 +64,7 @@ def test_witness_reports_the_raw_and_the_clamped_offset():
         "%one = s32[] constant(1)", "%q = s32[] subtract(%p, %one)",
         "%two = s32[] constant(2)", "%offset = s32[] multiply(%q, %two)"))
     proof = only_proof(parse_module(idiom.text()))
-    assert proof.status is Status.REFUTED
+    assert proof.status is FoldStatus.REFUTED
     assert (proof.witness.device, proof.witness.offset, proof.witness.clamped,
             proof.witness.expected) == (1, 0, 0, 2)
 
@@ -77,7 +77,7 @@ def test_narrowing_convert_wraps_the_offset_of_a_late_device():
         "%s = s32[] constant(20)", "%wide = s32[] multiply(%p, %s)",
         "%offset = s8[] convert(%wide)"))
     proof = only_proof(parse_module(idiom.text()))
-    assert proof.status is Status.REFUTED
+    assert proof.status is FoldStatus.REFUTED
     assert (proof.witness.device, proof.witness.offset, proof.witness.clamped) == (7, -116, 0)
 
 
@@ -88,7 +88,7 @@ def test_jax_offsets_are_proven_for_every_device_of_large_topologies(devices):
     idiom = ArDsIdiom("jax", 1, devices, groups, "flattened", width * 3, 3,
                       offset_jax(3, width * 3, mask=width - 1, fused=True), fused=True)
     proof = only_proof(parse_module(idiom.text()))
-    assert proof.status is Status.PROVEN, proof.describe()
+    assert proof.status is FoldStatus.PROVEN, proof.describe()
 
 
 def test_strided_groups_with_a_remainder_offset_fail_at_4096_devices_on_device_one():
@@ -99,34 +99,34 @@ def test_strided_groups_with_a_remainder_offset_fail_at_4096_devices_on_device_o
     idiom = ArDsIdiom("strided", 1, G * g, groups, "flattened", g * 2, 2,
                       offset_divmod(2, divisor=g, use_remainder=True))
     proof = only_proof(parse_module(idiom.text()))
-    assert proof.status is Status.REFUTED
+    assert proof.status is FoldStatus.REFUTED
     assert (proof.witness.device, proof.witness.position, proof.witness.clamped) == (1, 0, 2)
     fixed = ArDsIdiom("strided", 1, G * g, groups, "flattened", g * 2, 2,
                       offset_divmod(2, divisor=G, use_remainder=False))
-    assert only_proof(parse_module(fixed.text())).status is Status.PROVEN
+    assert only_proof(parse_module(fixed.text())).status is FoldStatus.PROVEN
 
 
 def test_unsorted_group_undone_by_a_position_table_is_proven():
     idiom = ArDsIdiom("table", 1, 4, ((2, 0, 3, 1),), "flattened", 8, 2,
                       offset_table([1, 3, 0, 2], 2))
-    assert only_proof(parse_module(idiom.text())).status is Status.PROVEN
+    assert only_proof(parse_module(idiom.text())).status is FoldStatus.PROVEN
 
 
 def test_cross_replica_positions_come_from_the_replica_id():
     idiom = ArDsIdiom("cr", 4, 2, None, "cross_replica", 8, 2,
                       offset_id_times(2, source="replica-id"))
-    assert only_proof(parse_module(idiom.text())).status is Status.PROVEN
+    assert only_proof(parse_module(idiom.text())).status is FoldStatus.PROVEN
     # The same offset from partition-id is wrong: device 1 (replica 0, partition 1) is at
     # position 0 but reads rows 2..3.
     wrong = ArDsIdiom("cr", 4, 2, None, "cross_replica", 8, 2, offset_id_times(2))
     proof = only_proof(parse_module(wrong.text()))
-    assert proof.status is Status.REFUTED and proof.witness.device == 1
+    assert proof.status is FoldStatus.REFUTED and proof.witness.device == 1
 
 
 def test_group_size_times_shard_must_cover_the_dimension():
     idiom = ArDsIdiom("short", 1, 4, ((0, 1, 2, 3),), "flattened", 16, 2, offset_id_times(2))
     proof = only_proof(parse_module(idiom.text()))
-    assert proof.status is Status.REFUTED and "not the extent 16" in proof.reason
+    assert proof.status is FoldStatus.REFUTED and "not the extent 16" in proof.reason
 
 
 def test_an_entry_parameter_offset_fails_to_prove_naming_it():
@@ -135,7 +135,7 @@ def test_an_entry_parameter_offset_fails_to_prove_naming_it():
     text = text.replace("%offset = s32[] constant(0)", "%offset = s32[] parameter(1)").replace(
         "ENTRY %main (x: s32[8,1])", "ENTRY %main (x: s32[8,1], o: s32[])")
     proof = only_proof(parse_module(text))
-    assert proof.status is Status.FAILED_TO_PROVE
+    assert proof.status is FoldStatus.FAILED_TO_PROVE
     assert "%offset" in proof.reason and "parameter 1" in proof.reason
 
 
@@ -158,7 +158,7 @@ def test_pairs_need_a_one_dimensional_shard():
 def test_multiple_groups_pool_form_is_understood():
     idiom = ArDsIdiom("pool", 1, 8, ((0, 1, 2, 3), (4, 5, 6, 7)), "flattened", 8, 2,
                       offset_pool([0, 1, 2, 3, 0, 1, 2, 3], 2, fused=True), fused=True)
-    assert only_proof(parse_module(idiom.text())).status is Status.PROVEN
+    assert only_proof(parse_module(idiom.text())).status is FoldStatus.PROVEN
 
 
 @pytest.mark.parametrize("name", ["lowered_spmd_ar_ds_gspmd", "lowered_spmd_ar_ds_sdy"])
@@ -169,7 +169,7 @@ def test_unoptimized_shard_map_pairs_are_proven_through_the_call(name):
     module = parse_module_file(str(JAX / f"{name}.hlo"))
     proof = only_proof(module, Topology(1, 8))
     assert proof.pair.path[0].opcode.spelling == "call"
-    assert proof.status is Status.PROVEN, proof.describe()
+    assert proof.status is FoldStatus.PROVEN, proof.describe()
 
 
 IOTA_TABLE_MODULE = """HloModule iota_table, num_partitions=4
@@ -193,8 +193,8 @@ def test_an_iota_table_offset_is_read_as_its_ramp():
     2 * pid. With the sorted group {0,1,2,3} device p reads block p: PROVEN. With {1,0,2,3}
     device 0 is at position 1 (block starts at 2) but reads rows 0..1: REFUTED on device 0."""
     sorted_groups = parse_module(IOTA_TABLE_MODULE.replace("{GROUPS}", "{{0,1,2,3}}"))
-    assert only_proof(sorted_groups).status is Status.PROVEN
+    assert only_proof(sorted_groups).status is FoldStatus.PROVEN
     unsorted = only_proof(parse_module(IOTA_TABLE_MODULE.replace("{GROUPS}", "{{1,0,2,3}}")))
-    assert unsorted.status is Status.REFUTED
+    assert unsorted.status is FoldStatus.REFUTED
     assert (unsorted.witness.device, unsorted.witness.position, unsorted.witness.clamped) == (
         0, 1, 0)

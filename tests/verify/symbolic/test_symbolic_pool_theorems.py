@@ -50,12 +50,12 @@ from neuron_sim.hlo import parse_module
 from neuron_sim.topology import Topology
 from neuron_sim.passes import get_pass
 from neuron_sim.passes.neuron.offset_pools import POOL_READINGS
-from neuron_sim.proofs.pools import (POOLS, BitVecModel, IntModel, Layout, PoolWitness,
+from neuron_sim.proofs.pools import (POOLS, BitVecModel, GroupLayout, IntModel, PoolWitness,
                                            prove_characterization, prove_lemmas)
 from neuron_sim.proofs.replay import (MULTIPLE_GROUPS, mismatching_devices, pool_witness_idiom,
                                     replay_pool_witness)
 
-C, S = Layout.CONTIGUOUS, Layout.STRIDED
+C, S = GroupLayout.CONTIGUOUS, GroupLayout.STRIDED
 
 # (pool, layout) -> None (sound everywhere) or the smallest (G, g, s, device) and what that
 # device computes, reads and should read.
@@ -146,7 +146,8 @@ def test_the_table_states_proven_conditions(pool_rows):
         "s == 1 or (g == 2 and s32(s*s) >= s)"
 
 
-def program_reads(pool: str, layout: Layout, G: int, g: int, s: int) -> list[tuple[int, int]]:
+def program_reads(pool: str, layout: GroupLayout, G: int, g: int,
+                  s: int) -> list[tuple[int, int]]:
     """(row read, row expected) per device (group k, position j), computed with numpy."""
     literal = np.array(POOL_READINGS[pool](G, g, s), dtype=np.int64)
     out = []
@@ -162,7 +163,7 @@ INSTANCES = [(G, g, s) for G in (1, 2, 3) for g in (2, 3, 4) for s in (1, 3)] + 
 
 
 @pytest.mark.parametrize("pool", POOLS)
-@pytest.mark.parametrize("layout", list(Layout), ids=str)
+@pytest.mark.parametrize("layout", list(GroupLayout), ids=str)
 def test_both_encodings_compute_what_the_program_computes(pool, layout):
     """Evaluate both z3 encodings at concrete instances against a numpy reading of the
     offset computation (including s32 wraparound), device by device."""
@@ -193,7 +194,7 @@ def test_every_refutation_replays_through_the_interpreter(pool_rows):
     for (pool, layout), row in pool_rows.items():
         if row.verdict.witness is None:
             continue
-        replay = replay_pool_witness(pool, Layout(layout), row.verdict.witness)
+        replay = replay_pool_witness(pool, GroupLayout(layout), row.verdict.witness)
         assert replay.seed_accepts, (pool, layout)
         assert replay.agrees, (pool, layout, replay)
 

@@ -12,8 +12,7 @@ from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.topology import Topology
 from neuron_sim.passes import get_pass
 from neuron_sim.passes.neuron.rewrite_all_reduce_dynamic_slice_proven import RewriteAllReduceDynamicSliceProven
-from neuron_sim.verify import check_pass
-from neuron_sim.verify import Status as Verification
+from neuron_sim.verify import Status, VerifyOptions, check_pass
 from neuron_sim.proofs.idioms import ArDsIdiom, offset_id_times, offset_jax, offset_pool
 from neuron_sim.proofs.replay import mismatching_devices
 
@@ -44,8 +43,8 @@ def test_rewrites_every_jax_corpus_pair_and_verifies_correct(name):
     assert "reduce-scatter" in opcodes(folded)
     assert "all-reduce" not in opcodes(folded) and "fusion" not in opcodes(folded)
     assert len(hlo_pass.rewrites) == 1 and "replacing fusion" in hlo_pass.rewrites[0]
-    result = check_pass(module, KEY, trials=2)
-    assert result.status is Verification.CORRECT, result.detail
+    result = check_pass(module, KEY, options=VerifyOptions(trials=2))
+    assert result.status is Status.CORRECT, result.detail
 
 
 @pytest.mark.parametrize("example, seed", [
@@ -81,7 +80,7 @@ def test_accepts_what_the_seeds_miss_strided_groups_with_a_divide():
         "%offset = u32[] multiply(%rank, %s)"))
     module = parse_module(idiom.text())
     assert not any(get_pass(seed).run(module.clone()) for seed in SEEDS)
-    assert check_pass(module, KEY, trials=2).status is Verification.CORRECT
+    assert check_pass(module, KEY, options=VerifyOptions(trials=2)).status is Status.CORRECT
     folded = module.clone()
     assert get_pass(KEY).run(folded) and "reduce-scatter" in opcodes(folded)
 
@@ -102,7 +101,7 @@ def test_slice_inside_a_fusion_that_is_not_its_root_gets_a_new_parameter():
     fused = fusion.called_computations[0]
     assert [p.parameter_number for p in fused.parameters] == [0]
     assert "all-reduce" not in opcodes(folded)
-    assert check_pass(module, KEY, trials=2).status is Verification.CORRECT
+    assert check_pass(module, KEY, options=VerifyOptions(trials=2)).status is Status.CORRECT
 
 
 def test_a_cross_replica_all_reduce_stays_cross_replica():
@@ -115,7 +114,7 @@ def test_a_cross_replica_all_reduce_stays_cross_replica():
     assert get_pass(KEY).run(folded)
     (rs,) = [i for i in folded.instructions() if i.opcode is Opcode.REDUCE_SCATTER]
     assert rs.channel_id is None
-    assert check_pass(module, KEY, trials=2).status is Verification.CORRECT
+    assert check_pass(module, KEY, options=VerifyOptions(trials=2)).status is Status.CORRECT
 
 
 def test_the_seed_emitter_on_a_cross_replica_all_reduce_changes_the_peers():
@@ -128,8 +127,8 @@ def test_the_seed_emitter_on_a_cross_replica_all_reduce_changes_the_peers():
     assert get_pass(SEEDS[0]).run(seeded)
     (rs,) = [i for i in seeded.instructions() if i.opcode is Opcode.REDUCE_SCATTER]
     assert rs.channel_id is not None
-    result = check_pass(module, SEEDS[0], trials=1)
-    assert result.status is Verification.UNSOUND
+    result = check_pass(module, SEEDS[0], options=VerifyOptions(trials=1))
+    assert result.status is Status.UNSOUND
     assert "replica group size 8" in result.detail
 
 

@@ -1,0 +1,342 @@
+"""The verifier: did a rewrite preserve the program's meaning on every device of every topology?
+
+``Verifier(options)`` answers it for two given modules (``check_modules``) or for passes run on
+a module (``check_pass``), with one verdict per topology and a summary (result.py). Each
+topology's verdict is decided here, once: the ordered checks (checks.py ``CHECKS``) on sampled
+inputs; then, for a CORRECT verdict, the facts of the proof for all inputs (proving.py) —
+equal terms upgrade it, an unsupported construct or an undecided difference leaves it sampled
+or makes it FAILED_TO_PROVE, and the witness inputs the proof suggests are run through the
+same checks here, where an UNSOUND one overturns it. ``check_pass`` runs the passes once per
+topology, each time with that topology in its ``PassContext``, and follows the passes' weakest
+contract. An UNSOUND summary is minimized (minimize.py) by a derived verifier, and the breaking
+pass of a pass list is found by verifiers derived for each prefix: every variant is this
+verifier with some options replaced, never the settings spelled out again.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from neuron_sim.hlo.ir import HloModule
+from neuron_sim.interpreter.memory import require_memory
+from neuron_sim.passes import (HloPass, PassContext, PassPipeline, resolve_pass_options,
+                               weakest)
+from neuron_sim.topology import Topology
+from neuron_sim.verify.checks import (PASS_FAILED, TARGET_MALFORMED, UNSUPPORTED, VALUE_MISMATCH,
+                                      path_to, verify_topology)
+from neuron_sim.verify.execution import Runner, default_runner
+from neuron_sim.verify.minimize import Rewriter, minimize_case
+from neuron_sim.verify.options import VerifyOptions
+from neuron_sim.verify.pass_runs import apply_passes, options_taken, pass_list
+from neuron_sim.verify.proving import PROOF_FAILED, proof_facts
+from neuron_sim.verify.result import (Minimized, Status, TopologyVerdict, VerificationResult,
+                                      worst)
+
+__all__ = ["CHANGES_EXPECTED", "Verifier"]
+
+CHANGES_EXPECTED = ("the pass declares that it changes results (a positive control): this "
+                    "difference is expected")
+
+
+class Verifier:
+    """Verifies rewrites under one ``VerifyOptions``; ``derived`` makes its variants."""
+
+    def __init__(self, options: VerifyOptions | None = None) -> None:
+        self.options = options if options is not None else VerifyOptions()
+        self.runner: Runner = self.options.runner or default_runner(self.options.backend,
+                                                                    self.options.max_memory)
+
+    def derived(self, **changes: Any) -> Verifier:
+        """This verifier with some options replaced (``VerifyOptions`` field names)."""
+        return Verifier(self.options.replace(**changes))
+
+    # ----------------------------------------------------------------------------------------
+    # Entry points.
+
+    def check_modules(self, before: HloModule, after: HloModule) -> VerificationResult:
+        """Is ``after`` a correct replacement for ``before`` on every device of every topology,
+        under the options' contract?"""
+        options = self.options
+        topologies = options.topologies_for(before)
+        self._require_memory(before, topologies)
+        verdicts = [self.verdict(before, after, topology) for topology in topologies]
+        result = self._summary(before, after, topologies, verdicts,
+                               trials=options.trials if options.inputs is None else 1)
+        if result.status is Status.UNSOUND and options.minimize and options.inputs is None:
+            result.minimized = self.minimize(result)
+        return result
+
+    def check_pass(self, module: HloModule, passes: Any) -> VerificationResult:
+        """Run ``passes`` on a copy of ``module`` for each topology and check each rewrite.
+
+        ``passes``: ``"a,b"``, a list of registry keys / class names / HloPass objects, or a
+        PassPipeline. The options' ``pass_options`` go into every run's ``PassContext`` (an
+        option no pass declares raises ``UnknownPassOptionError`` before anything runs). The
+        comparison follows the passes' weakest contract. A pass that folded values into the
+        module (``HloPass.source_binding``: InlineWeights' weights, ReplaceRng's draws) is
+        compared with the source fed those values, and such a result is not minimized. An
+        UNSOUND result is minimized by shrinking the *source* and re-running the passes on it,
+        so the reported pair is one the passes really produce. With ``name_breaking_pass``, an
+        UNSOUND result of several passes also names the first pass whose prefix of the list
+        breaks that prefix's composed contract (a note and ``result.breaking_pass``).
+        """
+        options = self.options
+        hlo_passes = pass_list(passes)
+        pass_options = dict(options.pass_options)
+        resolve_pass_options(hlo_passes, pass_options)
+        rewrites = self.derived(contract=weakest(p.contract for p in hlo_passes))
+        topologies = options.topologies_for(module)
+        self._require_memory(module, topologies)
+        verdicts: list[TopologyVerdict] = []
+        bound = False  # some pass held source values fixed (SourceBinding): no minimizing
+        for topology in topologies:
+            context = PassContext(topology=topology, options=pass_options)
+            try:
+                target, changed, log = apply_passes(module, hlo_passes, context)
+            except Exception as exc:  # noqa: BLE001 - PassError and anything a pass lets escape
+                verdicts.append(TopologyVerdict(topology, target=module, changed=False).fail(
+                    Status.ERROR, PASS_FAILED, str(exc)))
+                continue
+            if not changed:
+                verdict = TopologyVerdict(topology, target=target, changed=False,
+                                          proof="all-inputs")
+                where = "" if len(topologies) == 1 else f" on topology {topology}"
+                verdict.notes.append(f"the passes made no change{where}: the target is the "
+                                     "source")
+            else:
+                verdict = rewrites._rewrite_verdict(module, target, hlo_passes, topology)
+                verdict.changed, verdict.rewrites = True, log
+                bound = bound or verdict.target is not target
+                verdict.target = target
+            verdicts.append(verdict)
+        result = rewrites._summary(
+            module, module, topologies, verdicts,
+            trials=options.trials if options.inputs is None or not any(v.changed for v in verdicts)
+            else 1)
+        result.passes = [p.name for p in hlo_passes]
+        if options.name_breaking_pass and result.status is Status.UNSOUND and len(hlo_passes) > 1:
+            topology = next(v.topology for v in verdicts if v.status is Status.UNSOUND)
+            index = self.breaking_pass(module, hlo_passes, topology)
+            result.breaking_pass = hlo_passes[index].name if index is not None else None
+            if index is not None:
+                result.notes.append(
+                    f"the first pass that breaks the composed contract is "
+                    f"{hlo_passes[index].name} (pass {index + 1} of {len(hlo_passes)}: the passes "
+                    f"before it verify under their contract on topology {topology}, with it they "
+                    "do not)")
+        if result.status is Status.UNSOUND and options.minimize and options.inputs is None \
+                and not bound:
+            def rewrite(source: HloModule, topology: Topology) -> HloModule | None:
+                try:
+                    target, changed, _ = apply_passes(
+                        source, hlo_passes, PassContext(topology=topology, options=pass_options))
+                except Exception:  # noqa: BLE001 - a variant the passes cannot handle is not kept
+                    return None
+                return target if changed else None
+
+            result.minimized = rewrites.minimize(result, rewrite)
+        return result
+
+    # ----------------------------------------------------------------------------------------
+    # The verdict on one topology.
+
+    def verdict(self, source: HloModule, target: HloModule,
+                topology: Topology) -> TopologyVerdict:
+        """The verdict on ``topology``: the ordered checks on the sampled (or given) inputs,
+        then, for a CORRECT verdict, the proof for all inputs (unless the options' proof mode
+        is "sampled")."""
+        return self._proved(source, target, self._checked(source, target, topology))
+
+    def _checked(self, source: HloModule, target: HloModule, topology: Topology,
+                 witness: Sequence[Any] | None = None) -> TopologyVerdict:
+        """The ordered checks on the options' trials or given inputs, or on one ``witness``."""
+        options = self.options
+        return verify_topology(source, target, topology,
+                               trials=1 if witness is not None else options.trials,
+                               seed=options.seed,
+                               inputs=witness if witness is not None else options.inputs,
+                               contract=options.contract, runner=self.runner,
+                               timeout=options.timeout, checks=options.checks)
+
+    def _proved(self, source: HloModule, target: HloModule,
+                verdict: TopologyVerdict) -> TopologyVerdict:
+        """A sampled ``verdict`` with its proof for all inputs, or overturned by it.
+
+        Equal terms -> ``proof`` is "all-inputs"; unsupported -> "sampled" with a note naming
+        the construct (under proof mode "symbolic": FAILED_TO_PROVE); differing terms that z3
+        proves allowed by the contract -> "all-inputs" with a note; otherwise the witness
+        inputs go through the checks: UNSOUND with the first that fails; else FAILED_TO_PROVE
+        naming the difference and why z3 could not decide — except under a contract z3 is not
+        asked about (a tolerance) in mode "auto", where the sampled CORRECT stands with a note.
+        """
+        options = self.options
+        mode = options.proof_mode
+        if mode == "sampled" or verdict.status is not Status.CORRECT:
+            if verdict.status is Status.CORRECT:
+                verdict.proof = "sampled"
+            return verdict
+        topology, contract = verdict.topology, options.contract
+        facts = proof_facts(source, target, topology, contract=contract, seed=options.seed,
+                            timeout=options.timeout, max_memory=options.max_memory)
+        proof = facts.proof
+        verdict.proof_terms = proof.terms
+        if proof.outcome == "equal":  # equal everywhere satisfies every contract
+            verdict.proof = "all-inputs"
+            return verdict
+        if proof.outcome == "unsupported":
+            if mode == "symbolic":
+                verdict.proof = None
+                return verdict.fail(Status.FAILED_TO_PROVE, PROOF_FAILED,
+                                    f"on topology {topology}, no symbolic proof: {proof.reason}")
+            verdict.proof = "sampled"
+            verdict.notes.append(f"no proof for all inputs on topology {topology}: "
+                                 f"{proof.reason}")
+            return verdict
+        decision = facts.decision
+        if decision.outcome == "proved":
+            verdict.proof = "all-inputs"
+            verdict.notes.append(f"on topology {topology} the terms differ at {proof.reason}; "
+                                 f"{decision.reason}")
+            return verdict
+        for number, witness in enumerate(facts.witnesses):
+            found = self._checked(source, target, topology, witness)
+            if found.status is Status.UNSOUND:
+                how = "z3's model of the differing terms" if facts.model_first and number == 0 \
+                    else "these inputs, which separate them"
+                found.notes.append(f"the symbolic terms differ on topology {topology} "
+                                   f"({proof.reason}); witness from {how}")
+                return found
+        why = decision.reason if decision.outcome == "unknown" else \
+            "z3 found a violation under IEEE arithmetic that the interpreter does not reproduce"
+        if mode == "symbolic" or contract.name == "exact":
+            verdict.proof = None
+            return verdict.fail(Status.FAILED_TO_PROVE, PROOF_FAILED,
+                                f"on topology {topology}, the terms differ at {proof.reason}; no "
+                                f"input tried separates them, and z3 could not decide ({why})")
+        # auto, under a contract that allows differences z3 cannot judge (a tolerance): the
+        # sampled verdict stands, with a note.
+        verdict.proof = "sampled"
+        verdict.notes.append(f"no proof for all inputs on topology {topology}: the terms differ "
+                             f"at {proof.reason}, the {contract.name} contract allows some "
+                             f"differences, and z3 could not decide ({why}); --proof symbolic "
+                             "makes this FAILED_TO_PROVE")
+        return verdict
+
+    def _rewrite_verdict(self, source: HloModule, target: HloModule,
+                         hlo_passes: Sequence[HloPass], topology: Topology) -> TopologyVerdict:
+        """The verdict on a rewrite, through the ``SourceBinding`` of the one pass that declares
+        one (the compared pair, and the parameters held fixed on every device; sampled only),
+        if any. The verdict's target is the compared one (``check_pass`` puts the rewrite
+        back)."""
+        try:
+            bindings = [b for b in (p.source_binding(source, target) for leaf in hlo_passes
+                                    for p in leaf.leaf_passes()) if b is not None]
+            if len(bindings) > 1:
+                raise ValueError("more than one pass holds source values fixed; verify them one "
+                                 "at a time")
+        except ValueError as exc:
+            return TopologyVerdict(topology, target=target).fail(
+                Status.ERROR, UNSUPPORTED, f"the rewrite cannot be compared on topology "
+                                           f"{topology}: {exc}")
+        if not bindings:
+            return self.verdict(source, target, topology)
+        binding = bindings[0]
+        if binding.problem is not None:
+            return TopologyVerdict(topology, target=binding.target).fail(
+                Status.UNSOUND, VALUE_MISMATCH, f"on topology {topology}: {binding.problem}")
+        runner = self.runner
+
+        def fixed_runner(module: HloModule, values: list, where: Topology, seed: int) -> list:
+            values = list(values)
+            for number, value in binding.fixed.items():
+                values[number] = value
+            return runner(module, values, where, seed)
+
+        return self.derived(runner=fixed_runner)._checked(binding.source, binding.target,
+                                                          topology)
+
+    # ----------------------------------------------------------------------------------------
+    # Minimizing, and the breaking pass.
+
+    def minimize(self, result: VerificationResult,
+                 rewrite: Rewriter | None = None) -> Minimized | None:
+        """``result`` (UNSOUND) shrunk by the minimizer, each candidate checked by this
+        verifier (``check_case``); with ``rewrite`` (the passes), only the source is edited."""
+        return minimize_case(result, self, rewrite=rewrite)
+
+    def check_case(self, before: HloModule, after: HloModule, topology: Topology,
+                   inputs: Sequence[Any] | None = None) -> VerificationResult:
+        """What the minimizer asks of each smaller candidate: ``check_modules`` on ``topology``
+        (on ``inputs`` if given), unminimized and sampled, with this verifier's runner. The
+        candidate is not refused for memory: the original source already passed that test."""
+        candidates = self.derived(topologies=(topology,), inputs=inputs, minimize=False,
+                                  proof="sampled", max_memory=None, runner=self.runner)
+        return candidates.check_modules(before, after)
+
+    def breaking_pass(self, module: HloModule, hlo_passes: Sequence[HloPass],
+                      topology: Topology) -> int | None:
+        """The index of the first pass such that the passes up to it, verified on ``topology``
+        under their composed contract, are UNSOUND (None if no prefix is). Only prefixes ending
+        at a pass that changed the module are verified (the others repeat the previous
+        verdict); each by this verifier, unminimized, with the options its prefix takes."""
+        options = dict(self.options.pass_options)
+        pipeline = PassPipeline(list(hlo_passes), name="prefixes")
+        pipeline.run(module.clone(), PassContext(topology=topology, options=options))
+        for index, (_, changed) in enumerate(pipeline.results):
+            if not changed:
+                continue
+            prefix = [type(p)(**p.given_options) for p in hlo_passes[:index + 1]]
+            prefixes = self.derived(topologies=(topology,), minimize=False,
+                                    name_breaking_pass=False,
+                                    pass_options=options_taken(prefix, options))
+            if prefixes.check_pass(module, prefix).status is Status.UNSOUND:
+                return index
+        return None
+
+    # ----------------------------------------------------------------------------------------
+    # Helpers.
+
+    def _require_memory(self, source: HloModule, topologies: list[Topology]) -> None:
+        """Refuse, before its inputs are drawn, a source that would not fit in ``max_memory``."""
+        if self.options.max_memory is not None:
+            for topology in topologies:
+                require_memory(source, topology, self.options.max_memory,
+                               what=self.options.name)
+
+    def _summary(self, source: HloModule, default_target: HloModule,
+                 topologies: list[Topology], verdicts: list[TopologyVerdict], *,
+                 trials: int) -> VerificationResult:
+        """The result over ``verdicts``: the worst status, and the first topology with it (else
+        the first that changed anything) for the error line, detail, counterexample and
+        target."""
+        options = self.options
+        status = worst([v.status for v in verdicts])
+        reported = next((v for v in verdicts if v.status is status), verdicts[0]) \
+            if status is not Status.CORRECT else \
+            next((v for v in verdicts if v.changed), verdicts[0])
+        for verdict in verdicts:
+            cex = verdict.counterexample
+            if cex is not None and cex.check != TARGET_MALFORMED:
+                cex.source_path = path_to(source, cex.leaf)
+                cex.target_path = path_to(verdict.target or default_target, cex.leaf)
+        classifications = [v.classification for v in verdicts if v.classification]
+        failed = status is not Status.CORRECT
+        result = VerificationResult(
+            status=status, name=options.name or source.name, source=source,
+            target=reported.target or default_target, topologies=topologies,
+            error_line=reported.error_line if failed else None,
+            detail=reported.detail if failed else "",
+            counterexample=reported.counterexample if failed else None,
+            contract=options.contract, trials=trials, seed=options.seed,
+            timeout=options.timeout, compared=sum(v.compared for v in verdicts),
+            classification="reassociation" if "reassociation" in classifications else
+            next(iter(classifications), None),
+            warnings=[w for v in verdicts for w in v.warnings],
+            notes=[n for v in verdicts for n in v.notes],
+            rewrites=list(reported.rewrites),
+            changed=None if all(v.changed is None for v in verdicts) else
+            any(v.changed for v in verdicts),
+            topology_results=verdicts)
+        if status is Status.UNSOUND and options.contract.expects_change:
+            result.notes.append(CHANGES_EXPECTED)
+        return result
