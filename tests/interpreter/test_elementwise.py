@@ -1,4 +1,4 @@
-"""Elementwise ops: integer edge cases (SEMANTICS.md §4), float special values, conversions.
+"""Elementwise ops: integer edge cases (docs/semantics.md §4), float special values, conversions.
 
 Every expected value is written out by hand (with the arithmetic in a comment where it helps).
 """
@@ -307,3 +307,17 @@ def test_sub_byte_integers_wrap_in_their_width():
         b = s4[3] add(a, a)
         ROOT c = s8[3] convert(b)
         """, np.array([7, -8, 3], ml_dtypes.int4)).tolist() == [-2, 0, 6]
+
+
+def test_sub_byte_shifts_and_bit_counts_work_on_the_type_s_own_bits():
+    """A sub-byte integer is its own width of bits, whatever 8-bit value holds it:
+    u4 8 = 0b1000 shifted right arithmetically by 1 fills with its top bit: 0b1100 = 12;
+    s4 -8 = 0b1000 shifted right logically by 1: 0b0100 = 4, by 4 (the width): 0;
+    s4 -1 = 0b1111 has 4 set bits and s4 1 = 0b0001 three leading zeros; u2 1 = 0b01 one;
+    s4 7 = 0b0111 shifted left by 1: 0b1110 = -2."""
+    assert binary("shift-right-arithmetic", [8, 8, 3], [1, 4, 1], "u4").tolist() == [12, 15, 1]
+    assert binary("shift-right-logical", [-8, -8, -1], [1, 4, 2], "s4").tolist() == [4, 0, 3]
+    assert binary("shift-left", [7, -8], [1, 1], "s4").tolist() == [-2, 0]
+    assert unary("popcnt", [-1, -8, 5], "s4").tolist() == [4, 1, 2]
+    assert unary("count-leading-zeros", [1, 0, -1], "s4").tolist() == [3, 4, 0]
+    assert unary("count-leading-zeros", [1, 0, 2], "u2").tolist() == [1, 2, 0]
