@@ -188,7 +188,7 @@ def _etype(inst: HloInstruction) -> ElementType:
 def _constant(enc: IndexEncoder, inst: HloInstruction, path: CallPath) -> SymValue:
     values = _literal_values(inst)
     index = 0 if values.size == 1 else enc.lane
-    return SymValue(sem.constant(int(values[index]), _etype(inst)), _etype(inst))
+    return SymValue(sem.constant_bits(int(values[index]), _etype(inst)), _etype(inst))
 
 
 def _literal_values(inst: HloInstruction) -> np.ndarray:
@@ -283,7 +283,7 @@ def _slice(enc: IndexEncoder, inst: HloInstruction, path: CallPath) -> SymValue:
         values = np.asarray(_literal_values(operand)).reshape(operand.shape.dims)
         window = tuple(slice(d.start, d.limit, d.stride) for d in inst.get("slice", ()))
         picked = values[window].reshape(-1)
-        return SymValue(sem.constant(int(picked[0]), _etype(inst)), _etype(inst))
+        return SymValue(sem.constant_bits(int(picked[0]), _etype(inst)), _etype(inst))
     raise OutsideSubLanguage(inst, "a slice of a many-element value that is not a constant")
 
 

@@ -1,43 +1,32 @@
-"""HLO's integer and predicate operations on z3 bit-vectors, with XLA's exact semantics.
+"""HLO's integer and predicate operations on z3 bit-vectors, for the index proofs.
 
 Every value is a bit-vector as wide as its element type (``pred`` is one bit: 1 = true);
 signedness is not in the bit-vector but in the element type, so each operation that depends on
-it takes ``signed``. The edge cases are XLA's CPU backend (SEMANTICS.md §4), each confirmed
-against the JAX corpus (tests/verify/symbolic/test_symbolic_int_semantics.py):
+it takes ``signed``. What each op computes is its definition's z3 term
+(``neuron_sim.semantics.elementwise``, XLA's CPU semantics of docs/semantics.md §4, each edge
+case confirmed against the JAX corpus in tests/verify/symbolic/test_symbolic_int_semantics.py);
+this module only holds preds as one-bit vectors: a pred op is its definition's Bool term on
+the bits' truth, turned back into a bit.
 
-* ``divide`` truncates toward zero; ``x / 0`` is -1 (unsigned: all ones); ``INT_MIN / -1`` is
-  INT_MIN.
-* ``remainder`` has the sign of the dividend; ``x % 0`` is x; ``INT_MIN % -1`` is 0.
-* a shift amount is read as unsigned; an amount >= the bit width gives 0 (``shift-left``,
-  ``shift-right-logical``) or the sign fill (``shift-right-arithmetic``, whatever the type's
-  signedness: it shifts the bits).
-* ``convert`` between integer types truncates when narrowing and sign- or zero-extends (by the
-  *source* type's signedness) when widening; to ``pred`` it is ``x != 0``, from ``pred`` 0 or 1.
-* ``clamp(lo, x, hi)`` is ``min(max(x, lo), hi)`` (so ``hi`` wins when ``lo > hi``).
-
-z3's own ``bvsdiv`` differs from XLA on ``x / 0`` for negative x (it gives 1), which is why the
-division-by-zero cases are spelled out rather than left to z3.
+A one-bit vector is a pred (HLO has no one-bit integer type).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from neuron_sim.hlo.dtypes import ElementType
-from neuron_sim.proofs.index.lazy import LazyModule
+from neuron_sim.hlo.opcodes import Opcode
+from neuron_sim.lazy import LazyModule
+from neuron_sim.semantics.elementwise import DEFINITIONS
+from neuron_sim.semantics.z3_terms import DIRECTIONS as _DIRECTIONS
+from neuron_sim.semantics.z3_terms import pred_bit, pred_truth
 
 z3 = LazyModule("z3")
 
 BitVec = "z3.BitVecRef"  # a name for annotations; z3 itself loads on first use
 
-# compare's direction -> (signed predicate, unsigned predicate).
-_COMPARISONS = {
-    "EQ": (lambda a, b: a == b, lambda a, b: a == b),
-    "NE": (lambda a, b: a != b, lambda a, b: a != b),
-    "LT": (lambda a, b: a < b, lambda a, b: z3.ULT(a, b)),
-    "LE": (lambda a, b: a <= b, lambda a, b: z3.ULE(a, b)),
-    "GT": (lambda a, b: a > b, lambda a, b: z3.UGT(a, b)),
-    "GE": (lambda a, b: a >= b, lambda a, b: z3.UGE(a, b)),
-}
-DIRECTIONS = frozenset(_COMPARISONS)
+DIRECTIONS = frozenset(_DIRECTIONS)
 
 
 def is_index_type(et: ElementType) -> bool:
@@ -54,7 +43,7 @@ def width(et: ElementType) -> int:
     return et.bits
 
 
-def constant(value: int, et: ElementType) -> BitVec:
+def constant_bits(value: int, et: ElementType) -> BitVec:
     """``value`` (any Python int, wrapped to the type's width) as a bit-vector of type ``et``."""
     return z3.BitVecVal(int(value) % (1 << width(et)), width(et))
 
@@ -67,135 +56,129 @@ def to_python_int(term: BitVec, et: ElementType) -> int:
     return raw
 
 
-def boolean(condition: z3.BoolRef) -> BitVec:
-    """A z3 condition as a ``pred`` value."""
-    return z3.If(condition, z3.BitVecVal(1, 1), z3.BitVecVal(0, 1))
-
-
-def truth(pred: BitVec) -> z3.BoolRef:
+def truth(pred: BitVec) -> Any:
     """A ``pred`` value as a z3 condition."""
-    return pred == z3.BitVecVal(1, 1)
+    return pred_truth(pred)
+
+
+def _value(term: Any) -> BitVec:
+    """A term as a value of the index language: a Bool becomes a pred bit."""
+    return pred_bit(term) if z3.is_bool(term) else term
+
+
+def _op(opcode: Opcode, signed: bool, *operands: BitVec, **params: Any) -> BitVec:
+    """The definition's term of ``opcode``: on one-bit operands (preds) its Bool term."""
+    definition = DEFINITIONS[opcode]
+    if operands[0].size() == 1:
+        return _value(definition.bool_term(*(pred_truth(o) for o in operands), **params))
+    return _value(definition.bits_term(signed, *operands, **params))
 
 
 # --- arithmetic -------------------------------------------------------------------------------
 
 def add(a: BitVec, b: BitVec) -> BitVec:
-    return a + b
+    return _op(Opcode.ADD, False, a, b)
 
 
 def subtract(a: BitVec, b: BitVec) -> BitVec:
-    return a - b
+    return _op(Opcode.SUBTRACT, False, a, b)
 
 
 def multiply(a: BitVec, b: BitVec) -> BitVec:
-    return a * b
+    return _op(Opcode.MULTIPLY, False, a, b)
 
 
 def negate(a: BitVec) -> BitVec:
-    return -a
+    return _op(Opcode.NEGATE, False, a)
 
 
 def absolute(a: BitVec, signed: bool) -> BitVec:
     """``abs``: the identity on unsigned types; ``abs(INT_MIN)`` wraps to INT_MIN."""
-    return z3.If(a < 0, -a, a) if signed else a
-
-
-def _int_min(w: int) -> BitVec:
-    return z3.BitVecVal(1 << (w - 1), w)
+    return _op(Opcode.ABS, signed, a)
 
 
 def divide(a: BitVec, b: BitVec, signed: bool) -> BitVec:
     """Truncating division; ``x / 0`` = -1 (all ones), ``INT_MIN / -1`` = INT_MIN."""
-    w = a.size()
-    all_ones = z3.BitVecVal((1 << w) - 1, w)
-    if not signed:
-        return z3.If(b == 0, all_ones, z3.UDiv(a, b))
-    overflow = z3.And(a == _int_min(w), b == all_ones)
-    return z3.If(b == 0, all_ones, z3.If(overflow, _int_min(w), a / b))
+    return _op(Opcode.DIVIDE, signed, a, b)
 
 
 def remainder(a: BitVec, b: BitVec, signed: bool) -> BitVec:
     """Remainder with the dividend's sign; ``x % 0`` = x, ``INT_MIN % -1`` = 0."""
-    w = a.size()
-    if not signed:
-        return z3.If(b == 0, a, z3.URem(a, b))
-    overflow = z3.And(a == _int_min(w), b == z3.BitVecVal((1 << w) - 1, w))
-    return z3.If(b == 0, a, z3.If(overflow, z3.BitVecVal(0, w), z3.SRem(a, b)))
+    return _op(Opcode.REMAINDER, signed, a, b)
 
 
 def minimum(a: BitVec, b: BitVec, signed: bool) -> BitVec:
-    return z3.If(a <= b if signed else z3.ULE(a, b), a, b)
+    return _op(Opcode.MINIMUM, signed, a, b)
 
 
 def maximum(a: BitVec, b: BitVec, signed: bool) -> BitVec:
-    return z3.If(a >= b if signed else z3.UGE(a, b), a, b)
+    return _op(Opcode.MAXIMUM, signed, a, b)
 
 
 def clamp(lo: BitVec, x: BitVec, hi: BitVec, signed: bool) -> BitVec:
-    """``clamp(lo, x, hi)`` = ``min(max(x, lo), hi)``."""
-    return minimum(maximum(x, lo, signed), hi, signed)
+    """``clamp(lo, x, hi)`` = ``min(max(x, lo), hi)`` (so ``hi`` wins when ``lo > hi``)."""
+    return _op(Opcode.CLAMP, signed, lo, x, hi)
 
 
 # --- bits -------------------------------------------------------------------------------------
 
 def bitwise_and(a: BitVec, b: BitVec) -> BitVec:
-    return a & b
+    return _op(Opcode.AND, False, a, b)
 
 
 def bitwise_or(a: BitVec, b: BitVec) -> BitVec:
-    return a | b
+    return _op(Opcode.OR, False, a, b)
 
 
 def bitwise_xor(a: BitVec, b: BitVec) -> BitVec:
-    return a ^ b
+    return _op(Opcode.XOR, False, a, b)
 
 
 def bitwise_not(a: BitVec) -> BitVec:
     """``not``: bitwise complement (logical not on pred, which is one bit)."""
-    return ~a
+    return _op(Opcode.NOT, False, a)
 
 
 def shift_left(a: BitVec, amount: BitVec) -> BitVec:
-    """``a << amount``; 0 when the (unsigned) amount is >= the width (bvshl does exactly this)."""
-    return a << amount
+    """``a << amount``; 0 when the (unsigned) amount is >= the width."""
+    return _op(Opcode.SHIFT_LEFT, False, a, amount)
 
 
 def shift_right_logical(a: BitVec, amount: BitVec) -> BitVec:
-    """Zero-filling right shift; 0 when the amount is >= the width (bvlshr)."""
-    return z3.LShR(a, amount)
+    """Zero-filling right shift; 0 when the amount is >= the width."""
+    return _op(Opcode.SHIFT_RIGHT_LOGICAL, False, a, amount)
 
 
 def shift_right_arithmetic(a: BitVec, amount: BitVec) -> BitVec:
-    """Sign-filling right shift; all sign bits when the amount is >= the width (bvashr)."""
-    return a >> amount
+    """Sign-filling right shift; all sign bits when the amount is >= the width."""
+    return _op(Opcode.SHIFT_RIGHT_ARITHMETIC, False, a, amount)
 
 
 # --- compare, select, convert -----------------------------------------------------------------
 
 def compare(a: BitVec, b: BitVec, direction: str, signed: bool) -> BitVec:
-    """``compare`` of two integers (or preds, compared as unsigned bits) as a pred."""
-    try:
-        signed_op, unsigned_op = _COMPARISONS[direction]
-    except KeyError:
-        raise ValueError(f"unknown comparison direction {direction!r}") from None
-    return boolean(signed_op(a, b) if signed else unsigned_op(a, b))
+    """``compare`` of two integers (or preds, false < true) as a pred."""
+    if direction not in DIRECTIONS:
+        raise ValueError(f"unknown comparison direction {direction!r}")
+    return _op(Opcode.COMPARE, signed, a, b, direction=direction)
 
 
 def select(pred: BitVec, on_true: BitVec, on_false: BitVec) -> BitVec:
-    return z3.If(truth(pred), on_true, on_false)
+    definition = DEFINITIONS[Opcode.SELECT]
+    if on_true.size() == 1:
+        return _value(definition.bool_term(pred_truth(pred), pred_truth(on_true),
+                                           pred_truth(on_false)))
+    return definition.bits_term(False, pred_truth(pred), on_true, on_false)
 
 
 def convert(a: BitVec, source: ElementType, target: ElementType) -> BitVec:
-    """``convert`` between integer and pred types (see the module docstring)."""
-    if target is ElementType.PRED:
-        return boolean(a != 0)
-    w_from, w_to = a.size(), width(target)
-    if w_to == w_from:
-        return a
-    if w_to < w_from:
-        return z3.Extract(w_to - 1, 0, a)
-    extend = z3.SignExt if source.is_signed else z3.ZeroExt
-    return extend(w_to - w_from, a)
+    """``convert`` between integer and pred types: truncation when narrowing, sign- or
+    zero-extension by the *source* type's signedness when widening; to ``pred`` ``x != 0``,
+    from ``pred`` 0 or 1."""
+    definition = DEFINITIONS[Opcode.CONVERT]
+    if source is ElementType.PRED:
+        return _value(definition.bool_term(pred_truth(a), target=target))
+    return _value(definition.bits_term(source.is_signed, a, target=target))
 
 
 def extend_to(a: BitVec, et: ElementType, w: int) -> BitVec:

@@ -48,7 +48,7 @@ def evaluate_lanes(module_path: Path, npz_path: Path, output: int) -> tuple[np.n
             et = param.shape.element_type
             values = data[f"arg{param.parameter_number}"][0].reshape(-1)
             if sem.is_index_type(et) and values.size == expected.size:
-                bindings[param] = SymValue(sem.constant(int(values[lane]), et), et)
+                bindings[param] = SymValue(sem.constant_bits(int(values[lane]), et), et)
         value = IndexEncoder(device, lane=lane, bindings=bindings).encode(out)
         got.append(sem.to_python_int(value.term, value.etype))
     return expected, got
@@ -73,7 +73,7 @@ def value(term: z3.BitVecRef, et: ElementType) -> int:
 
 
 def c(v: int, et: ElementType = S32) -> z3.BitVecRef:
-    return sem.constant(v, et)
+    return sem.constant_bits(v, et)
 
 
 INT_MIN = -(1 << 31)
