@@ -16,19 +16,15 @@ on some pair:
   the implementation, a conversion), too many pairs, or z3's timeout -> ``"unknown"`` with the
   reason, and the verifier falls back to sampled inputs.
 
-What is modelled, and how (the interpreter's semantics, ``neuron_sim.interpreter.ops.elementwise``):
-
-* floats f16, bf16, f32, f64 as z3 FP sorts: add, subtract, multiply, divide, sqrt (correctly
-  rounded to nearest even — what numpy computes in the type, and for f16/bf16 what computing
-  in f32 and rounding gives, since f32 has more than twice their precision plus two bits);
-  negate, abs; maximum / minimum as XLA's (NaN wins, -0 < +0); compare in every direction with
-  IEEE's unordered NaN, and ``type=TOTALORDER`` on inputs and constants (an input float is its
-  bit pattern, so every NaN payload is a possible input); select; multisets of maximum /
-  minimum (associative and commutative with those rules);
-* integers as bit vectors of their width: add, subtract, multiply (wrapping), and, or, xor,
-  not, negate, maximum, minimum, compare (signed or unsigned by type), select, and multisets of
-  add, multiply, maximum, minimum, and, or, xor;
-* pred as Bool: and, or, xor, not, compare EQ / NE, select, multisets of and / or / xor.
+What is modelled, and how: each op as its definition's z3 term
+(``neuron_sim.semantics.elementwise``, the same row the interpreter executes; a differential
+test holds the two to the same bits). Floats f16, bf16, f32, f64 are z3 FP sorts (one NaN: the
+verifier's NaN equals NaN), integers of 8 to 64 bits bit-vectors, pred Bool. Where a row has no
+term for the operands' sort (a transcendental, a float remainder, a conversion to or from a
+float) the answer is unknown. ``compare type=TOTALORDER`` is modelled on input and constant
+floats (an input float is its bit pattern, so every NaN payload is a possible input); a
+multiset (a reduction) is folded only where the definition says any fold order gives the same
+bits (``fold_is_exact``: not a float sum, whose order is left to the implementation).
 
 The contracts, as predicates on one z3 value pair (``CONTRACT_PREDICATES``, keyed by the
 contract's rule): exact is SMT-LIB equality, which is the verifier's (NaN equals NaN, -0
@@ -43,9 +39,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from neuron_sim.proofs.symbolic import TermTable
 from neuron_sim.hlo.dtypes import ElementType
-from neuron_sim.proofs.index.lazy import LazyModule
+from neuron_sim.hlo.opcodes import Opcode
+from neuron_sim.lazy import LazyModule
+from neuron_sim.proofs.symbolic import TermTable
+from neuron_sim.semantics.element_kinds import NotDefined
+from neuron_sim.semantics.elementwise import DEFINITIONS, Form, Sort, fold_is_exact, sort_of
+from neuron_sim.semantics.z3_terms import DIRECTIONS, fp_sort
 
 z3 = LazyModule("z3")
 
@@ -70,134 +70,47 @@ class Decision:
     seconds: float = 0.0
 
 
-_FLOAT_SORTS = {"f16": (5, 11), "bf16": (8, 8), "f32": (8, 24), "f64": (11, 53)}
-_INT_BITS = {f"{sign}{bits}": bits for sign in "su" for bits in (8, 16, 32, 64)}
-
-
-def _canonical(numpy_name: str) -> str:
-    """The HLO spelling of a constant term's element type, which the term table keys by numpy's
-    name (``float32`` is ``f32``)."""
+def _element_type(text: str) -> ElementType:
+    """A variable's element type, which the term table keeps as its HLO spelling."""
     try:
-        return str(ElementType.from_numpy(np.dtype(numpy_name)))
+        return ElementType.from_spelling(text)
+    except KeyError:
+        raise NoModel(f"no z3 model for element type {text}") from None
+
+
+def _canonical(numpy_name: str) -> ElementType:
+    """A constant term's element type, which the term table keys by numpy's name (``float32``
+    is f32)."""
+    try:
+        return ElementType.from_numpy(np.dtype(numpy_name))
     except (TypeError, KeyError):
         raise NoModel(f"no z3 model for constants of numpy dtype {numpy_name}") from None
 
 
-def _sort_kind(dtype: str) -> str:
-    if dtype in _FLOAT_SORTS:
-        return "float"
-    if dtype in _INT_BITS:
-        return "int"
-    if dtype == "pred":
-        return "pred"
-    raise NoModel(f"no z3 model for element type {dtype}")
+def _sort_of(et: ElementType) -> Sort:
+    """The z3 sort of ``et`` here: floats with an FP sort, integers of 8 to 64 bits (an input
+    is placed by its bytes), pred."""
+    try:
+        sort = sort_of(et)
+    except NotDefined:
+        raise NoModel(f"no z3 model for element type {et}") from None
+    if sort is Sort.BITS and et.bits < 8:
+        raise NoModel(f"no z3 model for element type {et}")
+    return sort
 
 
-def _sort(dtype: str) -> Any:
-    kind = _sort_kind(dtype)
-    if kind == "float":
-        return z3.FPSort(*_FLOAT_SORTS[dtype])
-    if kind == "int":
-        return z3.BitVecSort(_INT_BITS[dtype])
+def _z3_sort(et: ElementType) -> Any:
+    sort = _sort_of(et)
+    if sort is Sort.FLOAT:
+        return fp_sort(et)
+    if sort is Sort.BITS:
+        return z3.BitVecSort(et.bits)
     return z3.BoolSort()
 
 
-def _bits(dtype: str) -> int:
-    if dtype in _FLOAT_SORTS:
-        exponent, significand = _FLOAT_SORTS[dtype]
-        return exponent + significand
-    return _INT_BITS.get(dtype, 1)
-
-
-# -- operations ---------------------------------------------------------------------------------
-
-def _rne() -> Any:
-    return z3.RNE()
-
-
-def _float_max(a: Any, b: Any) -> Any:
-    """XLA's maximum: a NaN operand wins; equal values (+0 and -0 included) give the one that
-    is not negative; else the larger (``neuron_sim.interpreter.ops.elementwise._float_max``)."""
-    return z3.If(z3.fpIsNaN(a), a, z3.If(z3.fpIsNaN(b), b, z3.If(
-        z3.fpEQ(a, b), z3.If(z3.fpIsNegative(a), b, a), z3.If(z3.fpGT(a, b), a, b))))
-
-
-def _float_min(a: Any, b: Any) -> Any:
-    return z3.If(z3.fpIsNaN(a), a, z3.If(z3.fpIsNaN(b), b, z3.If(
-        z3.fpEQ(a, b), z3.If(z3.fpIsNegative(a), a, b), z3.If(z3.fpLT(a, b), a, b))))
-
-
-def _float_binary(name: str) -> Callable[[Any, Any], Any]:
-    return {"add": lambda a, b: z3.fpAdd(_rne(), a, b),
-            "subtract": lambda a, b: z3.fpSub(_rne(), a, b),
-            "multiply": lambda a, b: z3.fpMul(_rne(), a, b),
-            "divide": lambda a, b: z3.fpDiv(_rne(), a, b),
-            "maximum": _float_max, "minimum": _float_min}[name]
-
-
-def _int_binary(name: str, signed: bool) -> Callable[[Any, Any], Any]:
-    if name == "maximum":
-        return lambda a, b: z3.If(a > b if signed else z3.UGT(a, b), a, b)
-    if name == "minimum":
-        return lambda a, b: z3.If(a < b if signed else z3.ULT(a, b), a, b)
-    return {"add": lambda a, b: a + b, "subtract": lambda a, b: a - b,
-            "multiply": lambda a, b: a * b, "and": lambda a, b: a & b,
-            "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b}[name]
-
-
-def _pred_binary(name: str) -> Callable[[Any, Any], Any]:
-    return {"and": z3.And, "or": z3.Or, "xor": z3.Xor, "maximum": z3.Or, "minimum": z3.And,
-            "add": z3.Or, "multiply": z3.And}[name]
-
-
-_FLOAT_BINARY = {"add", "subtract", "multiply", "divide", "maximum", "minimum"}
-_INT_BINARY = {"add", "subtract", "multiply", "maximum", "minimum", "and", "or", "xor"}
-_PRED_BINARY = {"and", "or", "xor", "maximum", "minimum", "add", "multiply"}
-_FLOAT_MULTISET = {"maximum", "minimum"}
-_INT_MULTISET = {"add", "multiply", "maximum", "minimum", "and", "or", "xor"}
-_PRED_MULTISET = {"and", "or", "xor", "maximum", "minimum"}
-
-
-def _binary_for(name: str, dtype: str, multiset: bool = False) -> Callable[[Any, Any], Any]:
-    kind = _sort_kind(dtype)
-    allowed = {"float": _FLOAT_MULTISET if multiset else _FLOAT_BINARY,
-               "int": _INT_MULTISET if multiset else _INT_BINARY,
-               "pred": _PRED_MULTISET if multiset else _PRED_BINARY}[kind]
-    if name not in allowed:
-        what = "a reduction" if multiset else "an operation"
-        order = " (a float sum's order is left to the implementation)" \
-            if multiset and kind == "float" and name in ("add", "multiply") else ""
-        raise NoModel(f"no exact z3 model for {what} {name} on {dtype}{order}")
-    if kind == "float":
-        return _float_binary(name)
-    if kind == "int":
-        return _int_binary(name, dtype.startswith("s"))
-    return _pred_binary(name)
-
-
-_COMPARE = {"EQ": ("fpEQ", "__eq__", "__eq__"), "NE": ("fpNEQ", "__ne__", "__ne__"),
-            "LT": ("fpLT", "__lt__", "ULT"), "LE": ("fpLEQ", "__le__", "ULE"),
-            "GT": ("fpGT", "__gt__", "UGT"), "GE": ("fpGEQ", "__ge__", "UGE")}
-
-
-def _compare(direction: str, kind: str, dtype: str, type_attr: str | None) -> Callable:
-    if direction not in _COMPARE:
-        raise NoModel(f"no z3 model for compare direction {direction}")
-    if type_attr not in (None, "FLOAT", "SIGNED", "UNSIGNED"):
-        raise NoModel(f"no z3 model for compare type {type_attr}")
-    floating, signed, unsigned = _COMPARE[direction]
-    if kind == "float":
-        if type_attr not in (None, "FLOAT"):
-            raise NoModel(f"no z3 model for compare type {type_attr} on {dtype}")
-        return getattr(z3, floating)
-    if kind == "pred":
-        if direction not in ("EQ", "NE"):
-            raise NoModel(f"no z3 model for an ordered compare of pred ({direction})")
-        return lambda a, b: a == b if direction == "EQ" else a != b
-    is_signed = dtype.startswith("s") if type_attr is None else type_attr == "SIGNED"
-    if is_signed or direction in ("EQ", "NE"):
-        return lambda a, b: getattr(a, signed)(b)
-    return getattr(z3, unsigned)
+def _bits(et: ElementType) -> int:
+    """The width of ``et``'s bit pattern (1 for pred)."""
+    return 1 if _sort_of(et) is Sort.BOOL else et.bits
 
 
 def _attribute(attrs: tuple, name: str) -> str | None:
@@ -205,6 +118,21 @@ def _attribute(attrs: tuple, name: str) -> str | None:
         if key == name:
             return text.strip("'\"")
     return None
+
+
+def _compare_params(attrs: tuple, et: ElementType) -> dict[str, Any]:
+    """compare's direction and type as the definition's parameters; NoModel for a type the
+    operands do not have (the HLO checker rejects those)."""
+    direction = _attribute(attrs, "direction") or ""
+    if direction not in DIRECTIONS:
+        raise NoModel(f"no z3 model for compare direction {direction}")
+    kind = _attribute(attrs, "type")
+    sort = _sort_of(et)
+    fits = {Sort.FLOAT: (None, "FLOAT"), Sort.BOOL: (None, "UNSIGNED"),
+            Sort.BITS: (None, "SIGNED" if et.is_signed else "UNSIGNED")}[sort]
+    if kind not in fits:
+        raise NoModel(f"no z3 model for compare type {kind} on {et}")
+    return {"direction": direction}
 
 
 # -- translation --------------------------------------------------------------------------------
@@ -215,7 +143,7 @@ class _Translator:
     def __init__(self, table: TermTable) -> None:
         self.table = table
         self.memo: dict[int, Any] = {}
-        self.dtypes: dict[int, str] = {}
+        self.dtypes: dict[int, ElementType] = {}
         self.variables: dict[str, tuple] = {}   # z3 name -> (signature, device, element)
         self.bits: dict[int, Any] = {}          # float leaves: their exact bit pattern
 
@@ -265,112 +193,114 @@ class _Translator:
         operands.append(rest)
         return operands
 
-    def _build(self, h: int) -> tuple[Any, str]:
+    def _build(self, h: int) -> tuple[Any, ElementType]:
         signature, a, b = self.table.row(h)
         kind = signature[0]
         if kind == "variable":
-            _, name, dtype, _leaf = signature
+            _, name, spelling, _leaf = signature
+            et = _element_type(spelling)
             label = f"{name}[{'r' if a < 0 else f'd{a}'}][{b}]"
             self.variables[label] = (signature, a, b)
-            if _sort_kind(dtype) == "float":  # a bit pattern: every NaN payload is an input
-                bits = self.bits[h] = z3.BitVec(label, _bits(dtype))
-                return z3.fpBVToFP(bits, _sort(dtype)), dtype
-            return z3.Const(label, _sort(dtype)), dtype
+            if _sort_of(et) is Sort.FLOAT:  # a bit pattern: every NaN payload is an input
+                bits = self.bits[h] = z3.BitVec(label, _bits(et))
+                return z3.fpBVToFP(bits, _z3_sort(et)), et
+            return z3.Const(label, _z3_sort(et)), et
         if kind == "constant":
-            dtype = _canonical(signature[1])
-            width = _bits(dtype)
+            et = _canonical(signature[1])
+            width = _bits(et)
             pattern = a & ((1 << width) - 1)
-            if _sort_kind(dtype) == "float":
+            sort = _sort_of(et)
+            if sort is Sort.FLOAT:
                 bits = self.bits[h] = z3.BitVecVal(pattern, width)
-                return z3.fpBVToFP(bits, _sort(dtype)), dtype
-            if _sort_kind(dtype) == "int":
-                return z3.BitVecVal(pattern, width), dtype
-            return z3.BoolVal(bool(pattern)), dtype
+                return z3.fpBVToFP(bits, _z3_sort(et)), et
+            if sort is Sort.BITS:
+                return z3.BitVecVal(pattern, width), et
+            return z3.BoolVal(bool(pattern)), et
         if kind == "multiset":
-            name, dtype = signature[1], signature[2]
+            opcode, et = signature[1], signature[2]
             if len(signature) > 3:
                 raise NoModel(f"no exact z3 model for a {signature[3]} reduction")
-            combine = _binary_for(name, dtype, multiset=True)
+            combine = _fold(opcode, et)
             leaves = [self.memo[leaf] for leaf in self.table.leaves(h) or ()]
             value = leaves[0]
             for leaf in leaves[1:]:
                 value = combine(value, leaf)
-            return value, dtype
-        _, opcode, dtype, operand_types, attrs = signature
+            return value, et
+        _, opcode, et, operand_types, attrs = signature
         children = self._operands(h)
-        if opcode == "compare" and _attribute(attrs, "type") == "TOTALORDER" and \
-                _sort_kind(operand_types[0]) == "float":
-            return self._total_order(children, attrs), dtype
+        if opcode is Opcode.COMPARE and _attribute(attrs, "type") == "TOTALORDER" and \
+                _sort_of(operand_types[0]) is Sort.FLOAT:
+            return self._total_order(children, operand_types[0], attrs), et
         operands = [self.memo[c] for c in children]
-        return self._apply(opcode, dtype, operand_types, attrs, operands), dtype
+        return _apply(opcode, et, operand_types, attrs, operands), et
 
-    def _total_order(self, children: list[int], attrs: tuple) -> Any:
-        """compare type=TOTALORDER on float leaves: their bit patterns as signed integers,
-        negative ones with the magnitude bits flipped (``elementwise.total_order_key``). Only
-        leaves have a known bit pattern (an arithmetic NaN's sign and payload are the
-        hardware's), so a computed operand has no model."""
+    def _total_order(self, children: list[int], et: ElementType, attrs: tuple) -> Any:
+        """compare type=TOTALORDER on float leaves, by their bit patterns (the definition's
+        term). Only leaves have a known bit pattern (an arithmetic NaN's sign and payload are
+        the hardware's), so a computed operand has no model."""
         if any(c not in self.bits for c in children):
             raise NoModel("no exact z3 model for a TOTALORDER compare of a computed float "
                           "(its NaN bits are the hardware's)")
-        keys = []
-        for c in children:
-            bits = self.bits[c]
-            magnitude = (1 << (bits.size() - 1)) - 1
-            keys.append(z3.If(bits < 0, bits ^ magnitude, bits))
         direction = _attribute(attrs, "direction") or ""
-        if direction not in _COMPARE:
+        if direction not in DIRECTIONS:
             raise NoModel(f"no z3 model for compare direction {direction}")
-        return getattr(keys[0], _COMPARE[direction][1])(keys[1])
-
-    @staticmethod
-    def _apply(opcode: str, dtype: str, operand_types: tuple, attrs: tuple,
-               operands: list[Any]) -> Any:
-        kind = _sort_kind(dtype)
-        if opcode == "compare":
-            operand_kind = _sort_kind(operand_types[0])
-            fn = _compare(_attribute(attrs, "direction") or "", operand_kind, operand_types[0],
-                          _attribute(attrs, "type"))
-            return fn(*operands)
-        if opcode == "select":
-            return z3.If(operands[0], operands[1], operands[2])
-        if len(operands) == 2 and all(t == dtype for t in operand_types):
-            return _binary_for(opcode, dtype)(*operands)
-        if len(operands) == 1 and operand_types[0] == dtype:
-            x = operands[0]
-            if opcode == "negate" and kind == "float":
-                return z3.fpNeg(x)
-            if opcode == "negate" and kind == "int":
-                return -x
-            if opcode == "abs" and kind == "float":
-                return z3.fpAbs(x)
-            if opcode == "abs" and kind == "int" and dtype.startswith("s"):
-                return z3.If(x < 0, -x, x)
-            if opcode == "sqrt" and kind == "float":
-                return z3.fpSqrt(_rne(), x)
-            if opcode == "not" and kind == "pred":
-                return z3.Not(x)
-            if opcode == "not" and kind == "int":
-                return ~x
-            if opcode == "copy":
-                return x
-        return _no(opcode, dtype)
+        operands = [self.memo[c] for c in children]
+        return DEFINITIONS[Opcode.COMPARE].term(
+            et, *operands, direction=direction, total_order=True,
+            bits=tuple(self.bits[c] for c in children))
 
 
-def _no(opcode: str, dtype: str) -> Any:
-    raise NoModel(f"no exact z3 model for {opcode} on {dtype}")
+def _fold(opcode: Opcode, et: ElementType) -> Callable[[Any, Any], Any]:
+    """The definition's term of a reduction's op, where folding it in z3's order is exact."""
+    _sort_of(et)
+    definition = DEFINITIONS.get(opcode)
+    if definition is None or not fold_is_exact(opcode, et):
+        order = " (a float sum's order is left to the implementation)" \
+            if et.is_float and opcode in (Opcode.ADD, Opcode.MULTIPLY) else ""
+        raise NoModel(f"no exact z3 model for a reduction {opcode} on {et}{order}")
+    return lambda a, b: definition.term(et, a, b)
+
+
+def _apply(opcode: Opcode, et: ElementType, operand_types: tuple, attrs: tuple,
+           operands: list[Any]) -> Any:
+    """The definition's term of an application, when its operand types fit its form."""
+    definition = DEFINITIONS.get(opcode)
+    if definition is None:
+        raise NoModel(f"no exact z3 model for {opcode} on {et}")
+    form = definition.form
+    try:
+        if form is Form.SAME and all(t is et for t in operand_types):
+            _sort_of(et)
+            return definition.term(et, *operands)
+        if form is Form.COMPARE and operand_types[0] is operand_types[1]:
+            params = _compare_params(attrs, operand_types[0])
+            return definition.term(operand_types[0], *operands, **params)
+        if form is Form.SELECT and operand_types[0] is ElementType.PRED and \
+                operand_types[1] is et and operand_types[2] is et:
+            _sort_of(et)
+            return definition.term(et, *operands)
+        if form in (Form.CONVERT, Form.PREDICATE) and len(operands) == 1:
+            _sort_of(operand_types[0])
+            _sort_of(et)
+            params = {"target": et} if form is Form.CONVERT else {}
+            return definition.term(operand_types[0], *operands, **params)
+    except NotDefined as missing:
+        raise NoModel(str(missing)) from None
+    raise NoModel(f"no exact z3 model for {opcode} on {et} with operands of type "
+                  f"{', '.join(str(t) for t in operand_types)}")
 
 
 # -- contracts ----------------------------------------------------------------------------------
 
-def _exact(source: Any, target: Any, dtype: str) -> Any:
+def _exact(source: Any, target: Any, et: ElementType) -> Any:
     return source == target  # SMT-LIB equality: NaN = NaN, -0 != +0 — the verifier's rule
 
 
-def _infinity_to_finite(source: Any, target: Any, dtype: str) -> Any:
+def _infinity_to_finite(source: Any, target: Any, et: ElementType) -> Any:
     """``neuron_sim.passes.contracts.infinity_to_finite`` on one float pair, or exactness."""
-    if _sort_kind(dtype) != "float":
+    if _sort_of(et) is not Sort.FLOAT:
         return source == target
-    zero = z3.FPVal(0.0, _sort(dtype))
+    zero = z3.FPVal(0.0, _z3_sort(et))
     finite = z3.Not(z3.Or(z3.fpIsInf(target), z3.fpIsNaN(target)))
     return z3.Or(source == target,
                  z3.And(z3.fpIsInf(source), z3.fpIsNegative(source), finite,
@@ -380,7 +310,7 @@ def _infinity_to_finite(source: Any, target: Any, dtype: str) -> Any:
                  z3.fpIsNaN(source))
 
 
-CONTRACT_PREDICATES: dict[str, Callable[[Any, Any, str], Any]] = {
+CONTRACT_PREDICATES: dict[str, Callable[[Any, Any, ElementType], Any]] = {
     "exact": _exact,
     "infinity-to-finite": _infinity_to_finite,
 }
@@ -437,12 +367,12 @@ def decide(table: TermTable, pairs: Sequence[tuple[int, int]], rule: str, *,
                    if z3.is_true(model.eval(v, model_completion=True))), 0)
     assignment = {}
     for label, row in translator.variables.items():
-        dtype = row[0][2]
-        kind = _sort_kind(dtype)
-        variable = z3.BitVec(label, _bits(dtype)) if kind == "float" else \
-            z3.Const(label, _sort(dtype))
+        et = _element_type(row[0][2])
+        sort = _sort_of(et)
+        variable = z3.BitVec(label, _bits(et)) if sort is Sort.FLOAT else \
+            z3.Const(label, _z3_sort(et))
         value = model.eval(variable, model_completion=True)
-        assignment[row] = bool(z3.is_true(value)) if kind == "pred" else value.as_long()
+        assignment[row] = bool(z3.is_true(value)) if sort is Sort.BOOL else value.as_long()
     return Decision("refuted", f"z3 found inputs breaking the {rule} contract at pair {broken}",
                     pair=broken, assignment=assignment, seconds=seconds)
 
@@ -463,7 +393,7 @@ def place(values: list[Any], assignment: dict[tuple, Any]) -> list[Any]:
         flat = array.reshape(-1) if device < 0 else array.reshape(array.shape[0], -1)[device]
         if element >= flat.size:
             continue
-        if _sort_kind(dtype) == "pred":
+        if dtype == str(ElementType.PRED):
             flat[element] = value
         else:
             flat.view(f"u{flat.dtype.itemsize}")[element] = value

@@ -38,6 +38,7 @@ from neuron_sim.interpreter.ops.control import zeros_value
 from neuron_sim.interpreter.ops.reduce import binary_reducer
 from neuron_sim.interpreter.ops.shape import from_physical, to_physical
 from neuron_sim.proofs.symbolic.terms import NONE, TermTable
+from neuron_sim.semantics.elementwise import is_commutative, reduces_as_multiset
 from neuron_sim.interpreter.transport import CollectiveCall, collective_kind
 from neuron_sim.semantics.collectives.descriptor import SymbolicForm
 from neuron_sim.semantics.collectives.reading import read_collective
@@ -86,9 +87,6 @@ _PASS_THROUGH = {Opcode.TUPLE, Opcode.GET_TUPLE_ELEMENT, Opcode.OPTIMIZATION_BAR
                  Opcode.ADD_DEPENDENCY, Opcode.CALL, Opcode.FUSION, Opcode.ALL_REDUCE_DONE,
                  Opcode.ALL_GATHER_DONE, Opcode.COLLECTIVE_PERMUTE_DONE, Opcode.ASYNC_START,
                  Opcode.ASYNC_UPDATE, Opcode.ASYNC_DONE, Opcode.COPY_START, Opcode.COPY_DONE}
-_COMMUTATIVE = {Opcode.ADD, Opcode.MULTIPLY, Opcode.MINIMUM, Opcode.MAXIMUM, Opcode.AND,
-                Opcode.OR, Opcode.XOR}
-_REASSOCIABLE = _COMMUTATIVE
 _IGNORED_ATTRS = {"metadata", "sharding", "frontend_attributes", "backend_config",
                   "statistics", "statistics_viz", "origin", "control-predecessors"}
 _UNSUPPORTED_REASONS = {
@@ -108,14 +106,14 @@ class SymbolicReduction:
     def __init__(self, table: TermTable, opcode: Opcode, element_type: ElementType,
                  tag: str = "") -> None:
         self.table = table
-        dtype = str(element_type)
+        et = element_type
         repeat = None
-        if opcode is Opcode.ADD and not tag and element_type is not ElementType.PRED:
-            multiply = table.operator(("apply", "multiply", dtype, (dtype, dtype), ()),
-                                      commutative=True)
-            repeat = (multiply, element_type.numpy_dtype, element_type.is_integral)
-        self.op = table.multiset_operator((opcode.spelling, dtype, tag) if tag
-                                          else (opcode.spelling, dtype), repeat=repeat)
+        if opcode is Opcode.ADD and not tag and et is not ElementType.PRED:
+            multiply = table.operator(("apply", Opcode.MULTIPLY, et, (et, et), ()),
+                                      commutative=is_commutative(Opcode.MULTIPLY))
+            repeat = (multiply, et.numpy_dtype, et.is_integral)
+        self.op = table.multiset_operator((opcode, et, tag) if tag else (opcode, et),
+                                          repeat=repeat)
 
     def fold_positions(self, items: Sequence[np.ndarray]) -> np.ndarray:
         return self.table.multiset(self.op, np.stack(np.broadcast_arrays(*items), axis=-1))
@@ -218,9 +216,6 @@ class SymbolicEvaluator(Evaluator):
         if has_symbolic(value):
             raise SymbolicUnsupported(reason)
 
-    def _dtype(self, inst: HloInstruction) -> str:
-        return str(inst.shape.element_type)
-
     def _result(self, ctx: OpContext, batched: np.ndarray, replicated: bool) -> Symbolic:
         batched = np.asarray(batched)
         expected = tuple(ctx.inst.shape.dims)
@@ -273,10 +268,10 @@ class SymbolicEvaluator(Evaluator):
         if op is None:
             attrs = tuple(sorted((k, repr(v)) for k, v in inst.attrs.items()
                                  if k not in _IGNORED_ATTRS))
-            signature = ("apply", inst.opcode.spelling, self._dtype(inst),
-                         tuple(str(o.shape.element_type) for o in inst.operands), attrs)
+            signature = ("apply", inst.opcode, inst.shape.element_type,
+                         tuple(o.shape.element_type for o in inst.operands), attrs)
             op = cache[inst] = self.table.operator(
-                signature, commutative=inst.opcode in _COMMUTATIVE and len(inst.operands) == 2)
+                signature, commutative=is_commutative(inst.opcode) and len(inst.operands) == 2)
         return op
 
     def _apply(self, ctx: OpContext, args: list[Value]) -> Symbolic:
@@ -311,7 +306,7 @@ class SymbolicEvaluator(Evaluator):
     def _reduction_of(self, computation: HloComputation, element_type: ElementType,
                       tag: str = "") -> SymbolicReduction | None:
         opcode = binary_reducer(computation)
-        if opcode not in _REASSOCIABLE:
+        if opcode is None or not reduces_as_multiset(opcode):
             return None
         return SymbolicReduction(self.table, opcode, element_type, tag)
 
@@ -365,8 +360,7 @@ class SymbolicEvaluator(Evaluator):
         right, right_free = arrange(rhs, rb, rf, rc, False)
         products = self.table.intern(
             self._operator(inst), left[..., :, None, :], right[..., None, :, :])
-        dtype = self._dtype(inst)
-        op = self.table.multiset_operator(("add", dtype, "dot"))
+        op = self.table.multiset_operator((Opcode.ADD, inst.shape.element_type, "dot"))
         summed = self.table.multiset(op, products) if products.shape[-1] > 1 \
             else products[..., 0]
         batch_sizes = list(left.shape[1:-2])

@@ -1,9 +1,10 @@
 """The term table: every symbolic element is an int64 handle to a hash-consed term.
 
 A term is a row ``(op, a, b)`` of three int64 columns. ``op`` indexes an operator signature
-(``TermTable.operator``: an opcode with its result and operand types and the attributes that
-change its meaning, a constant's dtype, a parameter leaf, a multiset); ``a`` and ``b`` are
-child handles or, for leaves, payloads (a variable's device and element, a constant's bits).
+(``TermTable.operator``: an ``Opcode`` with its result and operand ``ElementType``s and the
+attributes that change its meaning, a constant's dtype, a parameter leaf, a multiset of an
+``Opcode`` over an ``ElementType``); ``a`` and ``b`` are child handles or, for leaves,
+payloads (a variable's device and element, a constant's bits).
 Equal rows get the same handle (hash-consing), so two programs compute the same function on an
 element exactly when they end with the same handle there.
 
@@ -12,11 +13,13 @@ Interning is vectorised: a batch of rows is looked up and inserted in an open-ad
 a Python loop over elements. Handle 0 is reserved: it marks the zero rows the collectives fill
 in for devices that receive nothing, which the symbolic evaluator replaces by a zero constant.
 
-Normalisations (exact in IEEE arithmetic, nothing more): the two operands of add, multiply,
-minimum, maximum, and, or, xor are ordered; a reduction by one of those ops is a *multiset*
-term over its leaves, flattened through nested multisets of the same op and sorted, stored as a
-balanced tree of pairs ``(chain, left, right)`` ended by ``(multiset, tree, count)``. A multiset of
-one leaf is the leaf itself (a fold over one value does not apply the op).
+Normalisations (exact in IEEE arithmetic, nothing more): the two operands of an op whose
+definition is commutative are ordered, and a reduction by an op whose definition reduces as a
+multiset (``neuron_sim.semantics.elementwise``: add, multiply, minimum, maximum, and, or, xor)
+is a *multiset* term over its leaves, flattened through nested multisets of the same op and
+sorted, stored as a balanced tree of pairs ``(chain, left, right)`` ended by ``(multiset, tree,
+count)``. A multiset of one leaf is the leaf itself (a fold over one value does not apply the
+op).
 """
 
 from __future__ import annotations
