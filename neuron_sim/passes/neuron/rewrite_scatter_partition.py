@@ -62,11 +62,12 @@ from neuron_sim.proofs.index import int_semantics as sem
 from neuron_sim.proofs.index.index_encoding import (CallPath, DeviceCoordinates, IndexEncoder,
                                             OutsideSubLanguage, SymValue,
                                             resolve_through_calls)
-from neuron_sim.proofs.index.lazy import LazyModule
+from neuron_sim.lazy import LazyModule
 from neuron_sim.passes.base import OpExpanderPass, SeedStatus
 from neuron_sim.passes.contracts import Refinement
 from neuron_sim.passes.neuron.pattern_helpers import is_effective_scalar_constant
 from neuron_sim.passes.xla.dce import has_side_effect
+from neuron_sim.semantics.elementwise import DEFINITIONS
 
 z3 = LazyModule("z3")
 
@@ -89,63 +90,74 @@ ZERO_SIGN = Refinement("zero-sign", positive_zero_to_negative_zero,
 
 
 # --- per-device values of index terms ---------------------------------------------------------
+#
+# The encoder's z3 terms are read back on every device at once: each z3 bit-vector operator is an
+# HLO op on the same bits, computed by that op's definition (``neuron_sim.semantics``); a
+# ``w``-bit value is held in uint64 (below 2**w), read as signed by sign-extending it to int64.
 
 class _Unevaluable(Exception):
     """A term outside what the per-device evaluation covers (the pass then declines)."""
 
 
-def _mask(width: int) -> np.uint64:
-    return np.uint64((1 << width) - 1)
+def _op(opcode: Opcode, *arrays: np.ndarray, **params: object) -> np.ndarray:
+    """The definition's numpy kernel of ``opcode``."""
+    return np.asarray(DEFINITIONS[opcode].numpy(*(np.asarray(a) for a in arrays), **params))
+
+
+def _u64(value: int) -> np.ndarray:
+    return np.asarray(value, dtype=np.uint64)
+
+
+def _wrap(bits: np.ndarray, width: int) -> np.ndarray:
+    """The low ``width`` bits."""
+    return bits if width == 64 else _op(Opcode.AND, bits, _u64((1 << width) - 1))
 
 
 def _signed(bits: np.ndarray, width: int) -> np.ndarray:
-    """Two's-complement reading of ``width``-bit values held in uint64."""
-    if width == 64:
-        return np.asarray(bits, dtype=np.uint64).view(np.int64)
-    wide = np.asarray(bits, dtype=np.uint64).astype(np.int64)
-    negative = (wide >> (width - 1)) & 1
-    return wide - (negative << (width - 1)) - (negative << (width - 1))
+    """Two's-complement reading of ``width``-bit values held in uint64, as int64."""
+    spare = np.asarray(64 - width, dtype=np.int64)
+    top = _op(Opcode.SHIFT_LEFT, bits, spare.astype(np.uint64)).view(np.int64)
+    return _op(Opcode.SHIFT_RIGHT_ARITHMETIC, top, spare)
 
 
-def _fold(op, parts: list[np.ndarray]) -> np.ndarray:
-    out = parts[0]
-    for part in parts[1:]:
-        out = op(out, part)
+def _apply(opcode: Opcode, args: list[np.ndarray]) -> np.ndarray:
+    """``opcode`` on z3's operands: a binary op folds z3's n-ary application left to right."""
+    if opcode.arity != 2:
+        return _op(opcode, *args)
+    out = args[0]
+    for arg in args[1:]:
+        out = _op(opcode, out, arg)
     return out
 
 
 @functools.cache
-def _op_tables() -> dict[str, dict]:
-    """z3 operator kinds -> numpy functions, built on first use (z3 is imported lazily)."""
+def _operators() -> dict[str, dict]:
+    """z3 operator kinds -> the HLO op on the same bits (z3 is imported lazily)."""
     return {
-        "arithmetic": {z3.Z3_OP_BADD: np.add, z3.Z3_OP_BMUL: np.multiply,
-                       z3.Z3_OP_BAND: np.bitwise_and, z3.Z3_OP_BOR: np.bitwise_or,
-                       z3.Z3_OP_BXOR: np.bitwise_xor},
-        "logic": {z3.Z3_OP_AND: np.logical_and, z3.Z3_OP_OR: np.logical_or,
-                  z3.Z3_OP_XOR: np.logical_xor},
-        "unsigned": {z3.Z3_OP_ULEQ: np.less_equal, z3.Z3_OP_ULT: np.less,
-                     z3.Z3_OP_UGEQ: np.greater_equal, z3.Z3_OP_UGT: np.greater},
-        "signed": {z3.Z3_OP_SLEQ: np.less_equal, z3.Z3_OP_SLT: np.less,
-                   z3.Z3_OP_SGEQ: np.greater_equal, z3.Z3_OP_SGT: np.greater},
-        "divisions": {z3.Z3_OP_BUDIV: "udiv", z3.Z3_OP_BUDIV_I: "udiv",
-                      z3.Z3_OP_BUREM: "urem", z3.Z3_OP_BUREM_I: "urem",
-                      z3.Z3_OP_BSDIV: "sdiv", z3.Z3_OP_BSDIV_I: "sdiv",
-                      z3.Z3_OP_BSREM: "srem", z3.Z3_OP_BSREM_I: "srem"},
+        "wrapping": {z3.Z3_OP_BADD: Opcode.ADD, z3.Z3_OP_BMUL: Opcode.MULTIPLY,
+                     z3.Z3_OP_BAND: Opcode.AND, z3.Z3_OP_BOR: Opcode.OR,
+                     z3.Z3_OP_BXOR: Opcode.XOR, z3.Z3_OP_BSUB: Opcode.SUBTRACT,
+                     z3.Z3_OP_BNEG: Opcode.NEGATE, z3.Z3_OP_BNOT: Opcode.NOT,
+                     z3.Z3_OP_BSHL: Opcode.SHIFT_LEFT,
+                     z3.Z3_OP_BLSHR: Opcode.SHIFT_RIGHT_LOGICAL},
+        "logic": {z3.Z3_OP_AND: Opcode.AND, z3.Z3_OP_OR: Opcode.OR, z3.Z3_OP_XOR: Opcode.XOR,
+                  z3.Z3_OP_NOT: Opcode.NOT, z3.Z3_OP_ITE: Opcode.SELECT},
+        # z3 kind -> (direction, signed)
+        "comparisons": {z3.Z3_OP_EQ: ("EQ", False), z3.Z3_OP_ULEQ: ("LE", False),
+                        z3.Z3_OP_ULT: ("LT", False), z3.Z3_OP_UGEQ: ("GE", False),
+                        z3.Z3_OP_UGT: ("GT", False), z3.Z3_OP_SLEQ: ("LE", True),
+                        z3.Z3_OP_SLT: ("LT", True), z3.Z3_OP_SGEQ: ("GE", True),
+                        z3.Z3_OP_SGT: ("GT", True)},
+        # z3 kind -> (HLO op, signed); a zero divisor is left to z3's simplifier
+        "divisions": {z3.Z3_OP_BUDIV: (Opcode.DIVIDE, False),
+                      z3.Z3_OP_BUDIV_I: (Opcode.DIVIDE, False),
+                      z3.Z3_OP_BUREM: (Opcode.REMAINDER, False),
+                      z3.Z3_OP_BUREM_I: (Opcode.REMAINDER, False),
+                      z3.Z3_OP_BSDIV: (Opcode.DIVIDE, True),
+                      z3.Z3_OP_BSDIV_I: (Opcode.DIVIDE, True),
+                      z3.Z3_OP_BSREM: (Opcode.REMAINDER, True),
+                      z3.Z3_OP_BSREM_I: (Opcode.REMAINDER, True)},
     }
-
-
-def _divide(kind: str, a: np.ndarray, b: np.ndarray, width: int) -> np.ndarray:
-    """z3's division on non-zero divisors (a zero divisor is left to z3's simplifier)."""
-    if np.any(b == 0):
-        raise _Unevaluable("a division by zero")
-    if kind == "udiv":
-        return a // b
-    if kind == "urem":
-        return a % b
-    sa, sb = _signed(a, width), _signed(b, width)
-    quotient = (np.abs(sa) // np.abs(sb)) * np.sign(sa) * np.sign(sb)
-    result = quotient if kind == "sdiv" else sa - quotient * sb
-    return result.astype(np.uint64) & _mask(width)
 
 
 def _evaluate(term: z3.ExprRef, leaves: dict[str, np.ndarray],
@@ -155,69 +167,54 @@ def _evaluate(term: z3.ExprRef, leaves: dict[str, np.ndarray],
     if key in memo:
         return memo[key]
     kind = term.decl().kind()
-    tables = _op_tables()
+    operators = _operators()
     args = [_evaluate(child, leaves, memo) for child in term.children()]
     width = term.size() if z3.is_bv(term) else 0
     if width > 64:
         raise _Unevaluable(f"a {width}-bit term")
-    with np.errstate(over="ignore"):
-        if kind == z3.Z3_OP_BNUM:
-            out = np.uint64(term.as_long())
-        elif kind in (z3.Z3_OP_TRUE, z3.Z3_OP_FALSE):
-            out = np.bool_(kind == z3.Z3_OP_TRUE)
-        elif kind == z3.Z3_OP_UNINTERPRETED and not args:
-            out = leaves[term.decl().name()]
-        elif kind in tables["arithmetic"]:
-            out = _fold(tables["arithmetic"][kind], args) & _mask(width)
-        elif kind == z3.Z3_OP_BSUB:
-            out = (args[0] - args[1]) & _mask(width)
-        elif kind == z3.Z3_OP_BNEG:
-            out = (np.uint64(0) - args[0]) & _mask(width)
-        elif kind == z3.Z3_OP_BNOT:
-            out = ~args[0] & _mask(width)
-        elif kind == z3.Z3_OP_CONCAT:
-            out = np.uint64(0)
-            for child, value in zip(term.children(), args):
-                out = (out << np.uint64(child.size())) | value
-        elif kind == z3.Z3_OP_EXTRACT:
-            high, low = term.params()
-            out = (args[0] >> np.uint64(low)) & _mask(high - low + 1)
-        elif kind == z3.Z3_OP_ZERO_EXT:
-            out = args[0]
-        elif kind == z3.Z3_OP_SIGN_EXT:
-            inner = term.children()[0].size()
-            sign = (args[0] >> np.uint64(inner - 1)) & np.uint64(1)
-            out = args[0] | (sign * (_mask(width) ^ _mask(inner)))
-        elif kind in (z3.Z3_OP_BSHL, z3.Z3_OP_BLSHR, z3.Z3_OP_BASHR):
-            a, amount = args
-            big = amount >= width
-            shift = np.minimum(amount, np.uint64(width - 1))
-            if kind == z3.Z3_OP_BSHL:
-                out = np.where(big, np.uint64(0), (a << shift) & _mask(width))
-            elif kind == z3.Z3_OP_BLSHR:
-                out = np.where(big, np.uint64(0), a >> shift)
-            else:
-                out = (_signed(a, width) >> shift.astype(np.int64)).astype(np.uint64) \
-                    & _mask(width)
-        elif kind in tables["divisions"]:
-            out = _divide(tables["divisions"][kind], *args, width)
-        elif kind == z3.Z3_OP_ITE:
-            out = np.where(*args)
-        elif kind == z3.Z3_OP_EQ:
-            out = np.equal(*args)
-        elif kind == z3.Z3_OP_DISTINCT and len(args) == 2:
-            out = np.not_equal(*args)
-        elif kind == z3.Z3_OP_NOT:
-            out = np.logical_not(args[0])
-        elif kind in tables["logic"]:
-            out = _fold(tables["logic"][kind], args)
-        elif kind in tables["unsigned"]:
-            out = tables["unsigned"][kind](*args)
-        elif kind in tables["signed"]:
-            child = term.children()[0].size()
-            out = tables["signed"][kind](_signed(args[0], child), _signed(args[1], child))
+    if kind == z3.Z3_OP_BNUM:
+        out = _u64(term.as_long())
+    elif kind in (z3.Z3_OP_TRUE, z3.Z3_OP_FALSE):
+        out = np.asarray(kind == z3.Z3_OP_TRUE)
+    elif kind == z3.Z3_OP_UNINTERPRETED and not args:
+        out = leaves[term.decl().name()]
+    elif kind in operators["wrapping"]:
+        out = _wrap(_apply(operators["wrapping"][kind], args), width)
+    elif kind == z3.Z3_OP_BASHR:
+        shifted = _op(Opcode.SHIFT_RIGHT_ARITHMETIC, _signed(args[0], width), args[1])
+        out = _wrap(shifted.view(np.uint64), width)
+    elif kind == z3.Z3_OP_CONCAT:
+        out = _u64(0)
+        for child, value in zip(term.children(), args):
+            out = _op(Opcode.OR, _op(Opcode.SHIFT_LEFT, out, _u64(child.size())), value)
+    elif kind == z3.Z3_OP_EXTRACT:
+        high, low = term.params()
+        out = _wrap(_op(Opcode.SHIFT_RIGHT_LOGICAL, args[0], _u64(low)), high - low + 1)
+    elif kind == z3.Z3_OP_ZERO_EXT:
+        out = args[0]
+    elif kind == z3.Z3_OP_SIGN_EXT:
+        out = _wrap(_signed(args[0], term.children()[0].size()).view(np.uint64), width)
+    elif kind in operators["divisions"]:
+        opcode, signed = operators["divisions"][kind]
+        if np.any(args[1] == 0):
+            raise _Unevaluable("a division by zero")
+        if signed:
+            quotient = _op(opcode, _signed(args[0], width), _signed(args[1], width))
+            out = _wrap(quotient.view(np.uint64), width)
         else:
-            raise _Unevaluable(f"the z3 operation {term.decl().name()}")
+            out = _op(opcode, *args)
+    elif kind == z3.Z3_OP_DISTINCT and len(args) == 2:
+        out = _op(Opcode.COMPARE, *args, direction="NE")
+    elif kind in operators["comparisons"]:
+        direction, signed = operators["comparisons"][kind]
+        if signed:
+            child = term.children()[0].size()
+            args = [_signed(a, child) for a in args]
+        out = _op(Opcode.COMPARE, *args, direction=direction)
+    elif kind in operators["logic"]:
+        out = _apply(operators["logic"][kind], args)
+    else:
+        raise _Unevaluable(f"the z3 operation {term.decl().name()}")
     memo[key] = out
     return out
 
