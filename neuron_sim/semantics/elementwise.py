@@ -11,8 +11,9 @@ A row says everything neuron-sim knows about what the op computes:
 * ``terms``: its z3 term per sort (``Sort``: FP for f16/bf16/f32/f64, bit-vectors for integers,
   Bool for pred), only where z3 models the op exactly (``z3_terms``). The FP theory has one NaN:
   a term never models NaN payloads (``NAN_PAYLOADS_MODELLED``).
-* its symbolic facts: ``commutative`` (operands may be ordered), ``multiset`` (HLO leaves a
-  reduction by it free of order, so a reduction is a multiset of its operands) and
+* its symbolic facts: ``commutative`` (operands may be ordered: swapping them changes no
+  result, a NaN's payload aside), ``multiset`` (HLO leaves a reduction by it free of order,
+  so a reduction is a multiset of its operands) and
   ``exact_fold`` (the families where it is exactly associative and commutative, so any fold
   order gives the same bits and z3 may fold a multiset in its own order).
 * ``direct``: a numpy ufunc that computes the kernel bit for bit on f32/f64 or 8..64-bit
@@ -468,7 +469,8 @@ def definition_of(opcode: Opcode) -> ElementwiseDefinition:
 
 
 def is_commutative(opcode: Opcode) -> bool:
-    """The op's two operands may be swapped without changing any result bit."""
+    """The op's two operands may be swapped without changing a result (a NaN's payload
+    aside, which the verifier does not compare)."""
     row = DEFINITIONS.get(opcode)
     return row is not None and row.commutative
 

@@ -101,51 +101,52 @@ def _unsigned_mulhi_64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 #
 # Sub-byte types are held in 8 bits, extended by their signedness: the bits of the type are the
 # low ``et.bits`` of the work value. Each shift reads those bits and the amount's, as XLA's
-# shifts on an ``et.bits``-wide integer would.
+# shifts on an ``et.bits``-wide integer would; full-width types shift in their own dtype.
 
 def _amount(et: ElementType, b: np.ndarray) -> np.ndarray:
-    """The shift amount as an unsigned number of the type's width (as uint64)."""
-    return unsigned_view(b).astype(np.uint64) & np.uint64((1 << et.bits) - 1)
+    """The shift amount as an unsigned number of the type's width."""
+    amount = unsigned_view(b)
+    return amount if et.bits >= 8 else amount & np.uint8((1 << et.bits) - 1)
 
 
 def _low_bits(et: ElementType, a: np.ndarray) -> np.ndarray:
-    """The type's bits of ``a`` as an unsigned number (as uint64)."""
-    return unsigned_view(a).astype(np.uint64) & np.uint64((1 << et.bits) - 1)
+    """The type's bits of ``a`` as an unsigned number of the work dtype's width."""
+    bits = unsigned_view(a)
+    return bits if et.bits >= 8 else bits & np.uint8((1 << et.bits) - 1)
+
+
+def _as_work(bits: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Unsigned bits back as the work dtype (the caller wraps sub-byte values)."""
+    return np.asarray(bits).astype(bits.dtype, copy=False).view(dtype)
 
 
 def int_shift_left(et: ElementType, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a << b``; 0 when the amount is >= the width."""
-    amount = _amount(et, b)
+    amount, bits = _amount(et, b), _low_bits(et, a)
     too_far = amount >= et.bits
-    shifted = np.left_shift(_low_bits(et, a), np.where(too_far, 0, amount).astype(np.uint64))
-    return _from_bits(et, np.where(too_far, np.uint64(0), shifted), a.dtype)
+    shifted = np.left_shift(bits, np.where(too_far, 0, amount).astype(bits.dtype))
+    return _as_work(np.where(too_far, 0, shifted).astype(bits.dtype), a.dtype)
 
 
 def int_shift_right_logical(et: ElementType, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a >> b`` filling with zeros; 0 when the amount is >= the width."""
-    amount = _amount(et, b)
+    amount, bits = _amount(et, b), _low_bits(et, a)
     too_far = amount >= et.bits
-    shifted = np.right_shift(_low_bits(et, a), np.where(too_far, 0, amount).astype(np.uint64))
-    return _from_bits(et, np.where(too_far, np.uint64(0), shifted), a.dtype)
+    shifted = np.right_shift(bits, np.where(too_far, 0, amount).astype(bits.dtype))
+    return _as_work(np.where(too_far, 0, shifted).astype(bits.dtype), a.dtype)
 
 
 def int_shift_right_arithmetic(et: ElementType, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a >> b`` filling with the sign bit (the type's top bit, whatever its signedness); all
     sign bits when the amount is >= the width."""
     amount = _amount(et, b)
-    clamped = np.minimum(amount, np.uint64(et.bits - 1)).astype(np.int64)
-    spare = 64 - et.bits  # the type's bits, moved to the top of an int64, shift with its sign
-    signed = (_low_bits(et, a) << np.uint64(spare)).view(np.int64) >> np.int64(spare)
-    return _from_bits(et, (signed >> clamped).view(np.uint64), a.dtype)
-
-
-def _from_bits(et: ElementType, bits: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """The low ``et.bits`` of ``bits`` as a value of the work ``dtype`` (wrapped by the caller:
-    here only the full-width types need their bits reinterpreted)."""
-    bits = np.asarray(bits, np.uint64)
-    if et.bits >= 8:
-        return bits.astype(f"u{np.dtype(dtype).itemsize}").view(dtype)
-    return (bits & np.uint64((1 << et.bits) - 1)).astype(np.int64).astype(dtype)
+    clamped = np.minimum(amount, et.bits - 1)
+    signed_dtype = np.dtype(f"i{a.dtype.itemsize}")
+    spare = a.dtype.itemsize * 8 - et.bits  # sub-byte: the type's bits moved to the top
+    top = np.left_shift(_low_bits(et, a), spare).astype(f"u{a.dtype.itemsize}").view(
+        signed_dtype) if spare else np.ascontiguousarray(a).view(signed_dtype)
+    shifted = np.right_shift(top, (clamped + spare).astype(signed_dtype))
+    return _as_work(unsigned_view(np.asarray(shifted, signed_dtype)), a.dtype)
 
 
 # --- bit counts ---------------------------------------------------------------------------------
@@ -157,7 +158,7 @@ def int_popcount(et: ElementType, x: np.ndarray) -> np.ndarray:
 
 def int_count_leading_zeros(et: ElementType, x: np.ndarray) -> np.ndarray:
     """The number of zero bits above the highest set bit, within the type's ``et.bits``."""
-    u = _low_bits(et, x)
+    u = _low_bits(et, x).astype(np.uint64)
     length = np.zeros(u.shape, np.int64)
     for step in (32, 16, 8, 4, 2, 1):
         if step >= et.bits:
