@@ -199,7 +199,8 @@ class Opcode(enum.Enum):
 
 _BY_SPELLING: dict[str, Opcode] = {op.spelling: op for op in Opcode}
 
-# Ops whose replica_groups / source_target_pairs select devices to talk to.
+# Ops whose replica_groups / source_target_pairs select devices to talk to (each kind's sync op
+# and async start; neuron_sim.semantics.collectives describes each kind).
 COLLECTIVE_OPCODES = frozenset({
     Opcode.ALL_GATHER, Opcode.ALL_GATHER_START, Opcode.ALL_REDUCE, Opcode.ALL_REDUCE_START,
     Opcode.ALL_TO_ALL, Opcode.RAGGED_ALL_TO_ALL, Opcode.COLLECTIVE_BROADCAST,
@@ -213,11 +214,4 @@ ASYNC_DONE_OF_START = {
     Opcode.COLLECTIVE_PERMUTE_START: Opcode.COLLECTIVE_PERMUTE_DONE,
     Opcode.COPY_START: Opcode.COPY_DONE,
     Opcode.ASYNC_START: Opcode.ASYNC_DONE,
-}
-
-# The synchronous op whose semantics an async start/done pair has.
-SYNC_OF_ASYNC_START = {
-    Opcode.ALL_GATHER_START: Opcode.ALL_GATHER,
-    Opcode.ALL_REDUCE_START: Opcode.ALL_REDUCE,
-    Opcode.COLLECTIVE_PERMUTE_START: Opcode.COLLECTIVE_PERMUTE,
 }

@@ -166,7 +166,7 @@ def _result(ctx, operands, results):
 
 def collective(ctx, *operands):
     """A collective's sync op or async start: the transport runs it."""
-    form = COLLECTIVE_DESCRIPTORS[ctx.inst.opcode].unexecuted_form(ctx.inst)
+    form = descriptor_of(ctx.inst.opcode).unexecuted_form(ctx.inst)
     if form is not None:
         raise Unimplemented(ctx.inst.opcode.spelling, form)
     return _result(ctx, operands, run_collective(ctx, operands))
@@ -184,9 +184,7 @@ def wrapped_done(ctx, operand):
     return operand.elements[1]
 
 
-COLLECTIVE_DESCRIPTORS = {opcode: descriptor_of(opcode) for opcode in COLLECTIVE_KINDS}
-
-implements(*COLLECTIVE_DESCRIPTORS, values=True)(collective)
+implements(*COLLECTIVE_KINDS, values=True)(collective)
 implements(*(d.done for d in DESCRIPTORS if d.executable and d.start_form is StartForm.RESULT),
            values=True)(passed_done)
 implements(*(d.done for d in DESCRIPTORS if d.executable and d.start_form is StartForm.WRAPPED),
