@@ -167,3 +167,46 @@ def test_not_less_is_greater_or_equal_in_total_order_but_not_in_ieee_order():
     assert total.status is Status.CORRECT and total.proof == "all-inputs", total.detail
     ieee = check_modules(*pair_of(""), ["1x2"], options=VerifyOptions(minimize=False))
     assert ieee.status is Status.UNSOUND
+
+
+def test_integer_division_and_shifts_are_modelled_with_xla_s_edge_cases():
+    """The integer ops z3 now models come from the same definitions the interpreter runs.
+    x / 1 == x for every s32 x (truncating division by 1; INT_MIN / 1 is INT_MIN): proved.
+    shift-left(x, 32) == 0 for every s32 x (an amount >= the width gives 0): proved.
+    x / x == 1 fails at x = 0 only (XLA's x / 0 is -1): z3 finds it."""
+    def int_pair(body: str, target: str) -> tuple:
+        return pair("  %x = s32[4]{0} parameter(0)\n" + body,
+                    "  %x = s32[4]{0} parameter(0)\n" + target,
+                    params="x: s32[4]", result="s32[4]")
+
+    one = "  %c = s32[] constant(1)\n  %one = s32[4]{0} broadcast(%c), dimensions={}\n"
+    proved = check_modules(*int_pair(one + "  ROOT %r = s32[4]{0} divide(%x, %one)",
+                                     "  ROOT %r = s32[4]{0} copy(%x)"), ["1x1"])
+    assert proved.status is Status.CORRECT and proved.proof == "all-inputs", proved.notes
+    width = "  %c = s32[] constant(32)\n  %w = s32[4]{0} broadcast(%c), dimensions={}\n"
+    zero = "  %z = s32[] constant(0)\n  ROOT %r = s32[4]{0} broadcast(%z), dimensions={}"
+    shifted = check_modules(*int_pair(width + "  ROOT %r = s32[4]{0} shift-left(%x, %w)", zero),
+                            ["1x1"])
+    assert shifted.status is Status.CORRECT and shifted.proof == "all-inputs", shifted.notes
+
+    table = TermTable()
+    source, target = int_pair("  ROOT %r = s32[4]{0} divide(%x, %x)",
+                              one.replace("%one = s32[4]{0}", "ROOT %one = s32[4]{0}"))
+    left = run_symbolic(source, Topology(1, 1), table, [(False,)])[0]
+    right = run_symbolic(target, Topology(1, 1), table, [(False,)])[0]
+    decision = decide(table, [(int(left[0, 0]), int(right[0, 0]))], "exact")
+    assert decision.outcome == "refuted"
+    assert list(decision.assignment.values()) == [0]
+
+
+def test_an_ordered_pred_compare_is_modelled():
+    """pred compares with false < true: compare(p, q), direction=LT is and(not p, q) for all
+    four (p, q) — the only pair with p < q is (false, true)."""
+    params, result = "p: pred[2], q: pred[2]", "pred[2]"
+    head = "  %p = pred[2]{0} parameter(0)\n  %q = pred[2]{0} parameter(1)\n"
+    source, target = pair(head + "  ROOT %r = pred[2]{0} compare(%p, %q), direction=LT",
+                          head + "  %n = pred[2]{0} not(%p)\n"
+                                 "  ROOT %r = pred[2]{0} and(%n, %q)",
+                          params=params, result=result)
+    proved = check_modules(source, target, ["1x1"])
+    assert proved.status is Status.CORRECT and proved.proof == "all-inputs", proved.notes

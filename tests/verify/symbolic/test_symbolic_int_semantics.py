@@ -1,5 +1,5 @@
 """The z3 encoding of HLO integer ops matches XLA: element by element against the JAX corpus
-(what XLA:CPU computed), and on the edge cases of SEMANTICS.md §4 computed by hand."""
+(what XLA:CPU computed), and on the edge cases of docs/semantics.md §4 computed by hand."""
 
 from __future__ import annotations
 
