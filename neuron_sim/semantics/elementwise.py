@@ -43,8 +43,9 @@ from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.semantics import float_kernels as fk
 from neuron_sim.semantics import int_kernels as ik
 from neuron_sim.semantics import z3_terms as zt
-from neuron_sim.semantics.element_kinds import (Domain, NotDefined, domain_of, element_type_of,
-                                                int_work_dtype, is_narrow_float_type)
+from neuron_sim.semantics.element_kinds import (Domain, NotDefined, domain_of, domain_of_type,
+                                                element_type_of, int_work_dtype,
+                                                is_narrow_float_type)
 
 __all__ = ["DEFINITIONS", "DIRECT_DTYPES", "ElementwiseDefinition", "Form",
            "NAN_PAYLOADS_MODELLED", "Sort", "definition_of", "fold_is_exact", "is_commutative",
@@ -130,10 +131,6 @@ class ElementwiseDefinition:
             raise NotDefined(f"for element type {element_type_of(dtype).spelling}")
         return kernel(*arrays, **params)
 
-    def kernel(self, domain: Domain) -> Kernel | None:
-        """The kernel for ``domain`` (None: the op is not defined there)."""
-        return self.kernels.get(domain)
-
     @property
     def float_function(self) -> Callable[..., np.ndarray] | None:
         """The one function the float kernel applies (after the precision rule): the place a
@@ -148,7 +145,7 @@ class ElementwiseDefinition:
     def models(self, et: ElementType) -> bool:
         """True if ``term`` models the op exactly on operands of type ``et``."""
         sort = _sort_or_none(et)
-        return sort is not None and sort in self.terms and _domain(et) in self.kernels
+        return sort is not None and sort in self.terms and domain_of_type(et) in self.kernels
 
     def term(self, et: ElementType, *operands: Any, **params: Any) -> Any:
         """The op's z3 term on operands of element type ``et`` (select: the values' type;
@@ -175,14 +172,6 @@ class ElementwiseDefinition:
         if builder is None:
             raise NotDefined(f"no exact z3 model for {self.opcode.spelling} on pred")
         return builder(*operands, **params)
-
-
-def _domain(et: ElementType) -> Domain:
-    if et is ElementType.PRED:
-        return Domain.PRED
-    if et.is_integral:
-        return Domain.INT
-    return Domain.COMPLEX if et.is_complex else Domain.FLOAT
 
 
 # --- kernel builders: one family's conventions around a function ---------------------------------
@@ -484,4 +473,4 @@ def reduces_as_multiset(opcode: Opcode) -> bool:
 def fold_is_exact(opcode: Opcode, et: ElementType) -> bool:
     """Folding a multiset by the op in any order gives the same bits for type ``et``."""
     row = DEFINITIONS.get(opcode)
-    return row is not None and et.is_array_type and _domain(et) in row.exact_fold
+    return row is not None and et.is_array_type and domain_of_type(et) in row.exact_fold
