@@ -238,3 +238,29 @@ def test_the_cli_starts_without_z3():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "False"
+
+
+def test_every_module_imports_first_in_a_fresh_interpreter():
+    """Any module can be the first a program imports: ``from neuron_sim.topology import
+    Topology`` once failed with a circular import through ``neuron_sim.hlo``'s package init,
+    which the module graph above does not see (a package's ``__init__`` runs implicitly).
+    Every module below ``proofs`` and ``verify`` (those two import nearly everything and cost
+    most of a minute together; the command line imports them after the rest)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import importlib, sys\n"
+        f"names = {sorted(m for m in GRAPH if layer_of(m) not in ('proofs', 'verify'))!r}\n"
+        "bad = []\n"
+        "for name in names:\n"
+        "    for loaded in [m for m in sys.modules if m.split('.')[0] == 'neuron_sim']:\n"
+        "        del sys.modules[loaded]\n"
+        "    try:\n"
+        "        importlib.import_module(name)\n"
+        "    except Exception as exc:\n"
+        "        bad.append(f'{name}: {exc!r}')\n"
+        "print('\\n'.join(bad))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          check=True)
+    assert not done.stdout.strip(), done.stdout

@@ -1,13 +1,35 @@
-"""The model of HLO programs: opcodes, element types, shapes, IR and its text, parser, builder, checker."""
+"""The model of HLO programs: opcodes, element types, shapes, IR and its text, parser, builder, checker.
 
-from neuron_sim.hlo.dtypes import ElementType
-from neuron_sim.hlo.ir import HloComputation, HloError, HloInstruction, HloModule, print_module
-from neuron_sim.hlo.opcodes import Category, Opcode
-from neuron_sim.hlo.parser import HloParseError, parse_module, parse_module_file, parse_shape
-from neuron_sim.hlo.shapes import ArrayShape, Layout, Shape, TupleShape
+The names below are imported on first use (PEP 562), so that importing one submodule — say
+``neuron_sim.hlo.replica_groups``, which ``neuron_sim.topology`` needs — does not load the parser
+and the checker, which themselves need ``neuron_sim.topology``: any module of the package can be
+the first one a program imports.
+"""
 
-__all__ = [
-    "ArrayShape", "Category", "ElementType", "HloComputation", "HloError", "HloInstruction",
-    "HloModule", "HloParseError", "Layout", "Opcode", "Shape", "TupleShape", "parse_module",
-    "parse_module_file", "parse_shape", "print_module",
-]
+from __future__ import annotations
+
+import importlib
+
+_LAZY = {
+    "ElementType": "dtypes",
+    "HloComputation": "ir", "HloError": "ir", "HloInstruction": "ir", "HloModule": "ir",
+    "print_module": "ir",
+    "Category": "opcodes", "Opcode": "opcodes",
+    "HloParseError": "parser", "parse_module": "parser", "parse_module_file": "parser",
+    "parse_shape": "parser",
+    "ArrayShape": "shapes", "Layout": "shapes", "Shape": "shapes", "TupleShape": "shapes",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"neuron_sim.hlo.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'neuron_sim.hlo' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

@@ -13,14 +13,16 @@ Each op-family module has one ``RuleTable``; ``registry.py`` lists the families.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from neuron_sim.errors import UserError
 from neuron_sim.hlo.attributes import Raw
 from neuron_sim.hlo.ir import HloComputation, HloInstruction
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import ArrayShape, Shape
-from neuron_sim.topology import Topology
+
+if TYPE_CHECKING:  # topology imports the checker through neuron_sim.hlo
+    from neuron_sim.topology import Topology
 
 
 class HloCheckError(UserError):
