@@ -26,7 +26,8 @@ from neuron_sim.semantics.collectives.groups import instruction_group_mode
 from neuron_sim.semantics.collectives.kinds import descriptor_of
 from neuron_sim.topology import GroupMode, Topology, participant_groups, permute_pairs_flattened
 
-__all__ = ["groups_violation", "identity_violation", "is_identity", "pairs_violation"]
+__all__ = ["groups_violation", "identity_violation", "is_identity", "legalized_kind",
+           "pairs_violation", "physical_violation"]
 
 
 def is_identity(inst: Any, topology: Topology) -> bool:
@@ -113,6 +114,23 @@ def pairs_violation(mode: GroupMode, pairs: SourceTargetPairs,
                     f"{s} (replica {rs}, partition {ps}) to device {t} (replica {rt}, "
                     f"partition {pt})")
     return None
+
+
+def legalized_kind(inst: Any) -> bool:
+    """True if ``inst`` is the synchronous op of a kind whose groups or pairs
+    DeviceAssignmentLegalization rewrites to physical device ids (``legalized``)."""
+    descriptor = descriptor_of(inst.opcode)
+    return descriptor is not None and descriptor.legalized and inst.opcode is descriptor.sync
+
+
+def physical_violation(inst: Any, topology: Topology) -> str | None:
+    """Why a legalized collective (groups or pairs of physical device ids, the group mode
+    already applied) is not the identity on ``topology``; None if it is. Only the groups are
+    judged (``identity_violation`` also judges operands and shapes)."""
+    descriptor = descriptor_of(inst.opcode)
+    if descriptor is None:
+        return f"{inst.opcode.spelling} is not a collective"
+    return _physical_violation(inst, descriptor, topology)
 
 
 def _physical_violation(inst: Any, descriptor: CollectiveDescriptor,

@@ -36,9 +36,8 @@ import numpy as np
 
 from neuron_sim.hlo.ir import HloInstruction, HloModule
 from neuron_sim.hlo.opcodes import Opcode
-from neuron_sim.hlo.replica_groups import ReplicaGroups, SourceTargetPairs
-from neuron_sim.physical_groups import (flattened_groups_of_physical, flattened_pairs_of_physical,
-                                       groups_are_physical)
+from neuron_sim.physical_groups import groups_are_physical
+from neuron_sim.semantics.collectives.identity import legalized_kind, physical_violation
 from neuron_sim.topology import Topology
 from neuron_sim.proofs.index.ar_ds_pairs import pair_of
 from neuron_sim.proofs.index.fold_proof import prove_pair
@@ -115,35 +114,6 @@ def _degenerate(violation: IdentityRule) -> Judge:
     return judge
 
 
-def physical_violation(inst: HloInstruction, topology: Topology) -> str | None:
-    """Why a legalized collective (groups of physical device ids, the group mode already
-    applied) is not the identity on ``topology``; None if it is."""
-    try:
-        if inst.opcode is Opcode.COLLECTIVE_PERMUTE:
-            pairs = inst.get("source_target_pairs", SourceTargetPairs())
-            flat = flattened_pairs_of_physical(tuple(pairs.pairs), topology)
-            targets = {t for _, t in flat}
-            missing = [f for f in range(topology.num_devices) if f not in targets]
-            if missing:
-                return (f"physical source_target_pairs={pairs.to_text()}: device "
-                        f"{topology.physical_id(missing[0])} is no target -> receives zeros")
-            moved = next(((s, t) for s, t in flat if s != t), None)
-            return None if moved is None else (
-                f"physical source_target_pairs={pairs.to_text()} send device "
-                f"{topology.physical_id(moved[0])} to device {topology.physical_id(moved[1])}")
-        groups = inst.get("replica_groups", ReplicaGroups()).groups
-        flattened_groups_of_physical(groups, topology)
-        big = next((g for g in groups if len(g) > 1), None)
-        if big is not None:
-            return (f"physical group {{{','.join(map(str, big))}}} -> {len(big)} "
-                    "participants")
-        if sum(len(g) for g in groups) != topology.num_devices:
-            return "its physical groups do not cover every device"
-        return None
-    except ValueError as exc:
-        return f"its physical groups are not valid on {topology}: {exc}"
-
-
 def _fold(hlo_pass: HloPass, module: HloModule, topology: Topology) -> list[Site]:
     sites = []
     for inst in matched_instructions(hlo_pass, module):
@@ -172,14 +142,9 @@ def _unpinned_rng(hlo_pass: HloPass, module: HloModule, topology: Topology) -> l
             for inst in comp.instructions if inst.opcode is Opcode.RNG]
 
 
-COLLECTIVES = frozenset({
-    Opcode.ALL_REDUCE, Opcode.ALL_GATHER, Opcode.REDUCE_SCATTER, Opcode.ALL_TO_ALL,
-    Opcode.COLLECTIVE_PERMUTE})
-
-
 def _physical_collectives(module: HloModule) -> list[HloInstruction]:
     return [inst for comp in module.computations for inst in comp.instructions
-            if inst.opcode in COLLECTIVES and groups_are_physical(inst)]
+            if legalized_kind(inst) and groups_are_physical(inst)]
 
 
 def identity_assignment(topology: Topology) -> bool:
@@ -195,13 +160,13 @@ def _legalization(hlo_pass: HloPass, module: HloModule, topology: Topology) -> l
                   "its groups are already physical device ids: legalizing again maps them "
                   "through the device assignment a second time")
             for comp in module.computations for inst in comp.instructions
-            if inst.opcode in COLLECTIVES]
+            if legalized_kind(inst)]
 
 
 def _collective_read(inst: HloInstruction) -> HloInstruction | None:
     """The collective whose groups a rewrite of ``inst`` relies on: ``inst`` itself, or the
     all-reduce of a fold's all-reduce + dynamic-slice pair."""
-    if inst.opcode in COLLECTIVES:
+    if legalized_kind(inst):
         return inst
     pair = pair_of(inst)
     return pair.all_reduce if pair is not None else None
