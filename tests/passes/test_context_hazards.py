@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from neuron_sim.passes.context_hazards import Reliance, relies_on
-from neuron_sim.passes.neuron.delete_permute import DeletePermute, identity_violation
+from neuron_sim.passes.neuron.delete_permute import DeletePermute, deletion_violation
 
 
 def never(inst, topology):
@@ -56,4 +56,4 @@ ENTRY e {{
     singletons, everyone = all_reduce("{{0},{1},{2},{3}}"), all_reduce("{{0,1,2,3}}")
     assert rule(singletons, Topology(1, 4)) is None
     assert rule(everyone, Topology(1, 4)) is not None
-    assert rule(everyone, Topology(1, 4)) == identity_violation(everyone, Topology(1, 4))
+    assert rule(everyone, Topology(1, 4)) == deletion_violation(everyone, Topology(1, 4))

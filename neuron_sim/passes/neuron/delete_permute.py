@@ -28,8 +28,8 @@ from __future__ import annotations
 from neuron_sim.hlo.ir import HloInstruction
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.replica_groups import ReplicaGroups, SourceTargetPairs
-from neuron_sim.topology import (GroupMode, Topology, group_mode, participant_groups,
-                                 permute_pairs_flattened)
+from neuron_sim.semantics.collectives.identity import identity_violation
+from neuron_sim.topology import Topology
 from neuron_sim.passes.base import OpExpanderPass, SeedStatus
 from neuron_sim.passes.context_hazards import Reliance, relies_on
 
@@ -56,9 +56,9 @@ class DeletePermute(OpExpanderPass):
     seed = SEED
     summary = ("every all-reduce and collective-permute -> its operand 0; no guard, deletes "
                "data-moving collectives too")
-    # identity_violation is defined below; the lambda looks it up when it is called
+    # deletion_violation is defined below; the lambda looks it up when it is called
     hazard = relies_on(Reliance.IDENTITY_COLLECTIVES,
-                       identity_rule=lambda inst, topology: identity_violation(inst, topology))
+                       identity_rule=lambda inst, topology: deletion_violation(inst, topology))
     seed_says = ("19-byte matcher: opcode all-reduce or collective-permute, nothing else; "
                  "expander returns operand 0. Correct only when scheduled where those collectives "
                  "are the identity (enforced outside the binary)")
@@ -79,12 +79,15 @@ class DeletePermute(OpExpanderPass):
 def is_identity_collective(inst: HloInstruction, topology: Topology) -> bool:
     """True if ``inst`` (all-reduce or collective-permute) provably returns its operand on every
     device of ``topology``."""
-    return identity_violation(inst, topology) is None
+    return deletion_violation(inst, topology) is None
 
 
-def identity_violation(inst: HloInstruction, topology: Topology) -> str | None:
-    """Why ``inst`` is not the identity on every device of ``topology`` under XLA's degenerate
-    rules (SEMANTICS.md §2), in one clause naming the group and the devices; None if it is.
+def deletion_violation(inst: HloInstruction, topology: Topology) -> str | None:
+    """Why deleting ``inst`` (an all-reduce or collective-permute) would change what some device
+    of ``topology`` computes, in one clause naming the group and the devices; None if ``inst``
+    is the identity there. The rule is XLA's degenerate rules (docs/semantics.md §2), written
+    once in ``neuron_sim.semantics.collectives.identity``; this adds the two cases the
+    deletion has words of its own for.
 
     e.g. ``group mode CrossReplicaAndPartition, replica group {0} spans partitions 0..3 -> 4
     participants`` or ``group mode CrossPartition, device 3 (replica 0, partition 3) is no
@@ -95,74 +98,7 @@ def identity_violation(inst: HloInstruction, topology: Topology) -> str | None:
     if len(inst.operands) != 1:
         return (f"it has {len(inst.operands)} operands, so its tuple result is not operand 0 "
                 "(DeletePermute fails on it and leaves the module unchanged)")
-    if not inst.operand(0).shape.compatible(inst.shape):
-        return f"its result shape {inst.shape} differs from its operand's {inst.operand(0).shape}"
-    try:
-        mode = group_mode(inst.opcode.spelling, inst.channel_id is not None,
-                          inst.use_global_device_ids)
-        if inst.opcode is Opcode.ALL_REDUCE:
-            groups = inst.get("replica_groups", ReplicaGroups())
-            return all_reduce_violation(mode, groups,
-                                        participant_groups(mode, groups, topology), topology)
-        pairs = inst.get("source_target_pairs", SourceTargetPairs())
-        return _permute_violation(mode, pairs,
-                                  permute_pairs_flattened(mode, pairs, topology), topology)
-    except ValueError as exc:  # invalid groups or pairs for this topology: not provable
-        return f"its groups are not valid on {topology}: {exc}"
-
-
-def _ids(values: list[int]) -> str:
-    """``0..3`` for a contiguous run, else ``0,2,5``."""
-    values = sorted(set(values))
-    if len(values) > 2 and values == list(range(values[0], values[-1] + 1)):
-        return f"{values[0]}..{values[-1]}"
-    return ",".join(map(str, values))
-
-
-def all_reduce_violation(mode: GroupMode, groups: ReplicaGroups,
-                         participants: list[tuple[int, ...]], topology: Topology) -> str | None:
-    """Why a grouped collective (``replica_groups`` read in ``mode``, giving ``participants``
-    on ``topology``) is not the identity: a device in no group, or the first group with more
-    than one participant, in the words of ``identity_violation``; None if every device is alone
-    in its group (the collective returns its operand everywhere).
-
-    Shared by DeletePermute (all-reduce) and StripTrivialCollectives (every grouped collective),
-    so both judge a group of one by the same rule."""
-    covered = {f for group in participants for f in group}
-    missing = [f for f in range(topology.num_devices) if f not in covered]
-    if missing:
-        return f"group mode {mode}, device {missing[0]} is in no group"
-    big = next((group for group in participants if len(group) > 1), None)
-    if big is None:
-        return None
-    if mode is GroupMode.FLATTENED_ID:
-        return f"group mode {mode}, group {{{','.join(map(str, big))}}} -> {len(big)} participants"
-    coordinates = [topology.replica_partition(f) for f in big]
-    replicas = [r for r, _ in coordinates]
-    group = ("replica_groups={}" if not groups.to_text().strip("{}")
-             else f"replica group {{{_ids(replicas)}}}")
-    partitions = _ids([p for _, p in coordinates])
-    if mode is GroupMode.CROSS_REPLICA_AND_PARTITION:
-        span = "spans" if len(set(replicas)) == 1 else "x"
-        return f"group mode {mode}, {group} {span} partitions {partitions} -> {len(big)} participants"
-    return f"group mode {mode}, {group} (partition {partitions}) -> {len(big)} participants"
-
-
-def _permute_violation(mode: GroupMode, pairs: SourceTargetPairs,
-                       flattened: list[tuple[int, int]], topology: Topology) -> str | None:
-    targets = {t for _, t in flattened}
-    for f in range(topology.num_devices):
-        if f not in targets:
-            r, p = topology.replica_partition(f)
-            return (f"group mode {mode}, device {f} (replica {r}, partition {p}) is no target "
-                    f"of source_target_pairs={pairs.to_text()} -> receives zeros")
-    for s, t in flattened:
-        if s != t:
-            (rs, ps), (rt, pt) = topology.replica_partition(s), topology.replica_partition(t)
-            return (f"group mode {mode}, source_target_pairs={pairs.to_text()} send device "
-                    f"{s} (replica {rs}, partition {ps}) to device {t} (replica {rt}, "
-                    f"partition {pt})")
-    return None
+    return identity_violation(inst, topology)
 
 
 class DeletePermuteGuarded(DeletePermute):
@@ -175,7 +111,7 @@ class DeletePermuteGuarded(DeletePermute):
     summary = ("DeletePermute only where the collective is the identity: singleton groups / "
                "self-pairs under the module's topology")
     hazard = relies_on(Reliance.IDENTITY_COLLECTIVES, Reliance.LOGICAL_GROUPS,
-                       identity_rule=identity_violation)
+                       identity_rule=deletion_violation)
     seed_says = "(the scheduling precondition of DeletePermute)"
     our_reading = ("fires only where the collective is provably the identity under the topology: "
                    "one operand; all-reduce: every device in a participant group of one (in its "

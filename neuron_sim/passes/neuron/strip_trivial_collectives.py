@@ -14,7 +14,7 @@ decision ``delete_permute_guarded`` makes (``neuron_sim.passes.neuron.delete_per
 copied), extended from all-reduce and collective-permute to every single-operand collective with
 replica groups:
 
-* all-reduce, collective-permute: ``delete_permute.identity_violation`` (every device alone in
+* all-reduce, collective-permute: ``delete_permute.deletion_violation`` (every device alone in
   its participant group; every device sends to itself and is a target);
 * all-gather, reduce-scatter, all-to-all (array form), collective-broadcast: every device alone
   in its participant group, in the op's group mode (the all-reduce rule), and the result shape
@@ -31,12 +31,12 @@ from __future__ import annotations
 
 from neuron_sim.hlo.ir import HloInstruction
 from neuron_sim.hlo.opcodes import Opcode
-from neuron_sim.hlo.replica_groups import ReplicaGroups
-from neuron_sim.topology import Topology, group_mode, participant_groups
+from neuron_sim.topology import Topology
 from neuron_sim.passes.base import OpExpanderPass, SeedStatus
 from neuron_sim.passes.context_hazards import Reliance, relies_on
-from neuron_sim.passes.neuron.delete_permute import (DELETED_OPCODES, all_reduce_violation,
-                                          describe_deletion, identity_violation)
+from neuron_sim.passes.neuron.delete_permute import (DELETED_OPCODES, deletion_violation,
+                                                     describe_deletion)
+from neuron_sim.semantics.collectives.identity import identity_violation
 
 SEED = ("hlo-misc-cleanup-sweep.txt § Abstract (strip trivial single-device collectives), §1 "
         "(IO shaping)")
@@ -46,23 +46,13 @@ GROUPED_OPCODES = (Opcode.ALL_GATHER, Opcode.REDUCE_SCATTER, Opcode.ALL_TO_ALL,
 
 def trivial_collective_violation(inst: HloInstruction, topology: Topology) -> str | None:
     """Why ``inst`` is not a collective that returns its operand on every device of
-    ``topology``; None if it is."""
+    ``topology``; None if it is (XLA's degenerate rules, the one rule of
+    ``neuron_sim.semantics.collectives.identity``)."""
     if inst.opcode in DELETED_OPCODES:
-        return identity_violation(inst, topology)
+        return deletion_violation(inst, topology)
     if inst.opcode not in GROUPED_OPCODES:
         return f"{inst.opcode.spelling} is not a collective this pass strips"
-    if len(inst.operands) != 1:
-        return f"it has {len(inst.operands)} operands (a tuple result)"
-    if not inst.operand(0).shape.compatible(inst.shape):
-        return f"its result shape {inst.shape} differs from its operand's {inst.operand(0).shape}"
-    try:
-        mode = group_mode(inst.opcode.spelling, inst.channel_id is not None,
-                          inst.use_global_device_ids)
-        groups = inst.get("replica_groups", ReplicaGroups())
-        return all_reduce_violation(mode, groups, participant_groups(mode, groups, topology),
-                                    topology)
-    except ValueError as exc:
-        return f"its groups are not valid on {topology}: {exc}"
+    return identity_violation(inst, topology)
 
 
 class StripTrivialCollectives(OpExpanderPass):

@@ -10,7 +10,7 @@ separately). The rule of each reliance:
 * IDENTITY_COLLECTIVES — DeletePermute (``aws_neuron_delete_permute``) deletes every all-reduce
   and collective-permute; the seed says it is correct only where they are the identity. Each one
   is judged with XLA's degenerate rules (docs/semantics.md §2) by the pass's declared
-  ``identity_rule`` (``neuron_sim.passes.neuron.delete_permute.identity_violation``). The guarded
+  ``identity_rule`` (``neuron_sim.passes.neuron.delete_permute.deletion_violation``). The guarded
   variants are judged by the same rule, which cross-checks their guards.
 * FOLD_OFFSETS — the all-reduce + dynamic-slice folds read the offset computation and the groups
   under the topology: each pair a fold would rewrite is judged by the z3 fold proof on the
