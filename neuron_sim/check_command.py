@@ -252,7 +252,7 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_OK if summary["accepted"] == len(verdicts) else EXIT_PROBLEM
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def add_check_command(subparsers: argparse._SubParsersAction) -> None:
     check = add_command(
         subparsers, "check", handler=_check, module=None,
         help="parse and verify modules (files or dump directories); summarize collectives",

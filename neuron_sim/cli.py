@@ -1,7 +1,7 @@
 """The ``neuron-sim`` command.
 
 Thin on purpose and on top of everything (nothing imports it): each package contributes its
-subcommands through a ``commands.py`` module with a ``register(subparsers)`` function; the
+subcommands through a ``commands.py`` module with a function that adds them to the subparsers; the
 scaffold they share (exit codes, errors, flag groups) is ``neuron_sim.commands``. This file
 wires them up and turns errors into exit codes: a user's mistake (``neuron_sim.errors.UserError``,
 an unreadable file) is one sentence with exit code 2; anything else is an internal error with a
@@ -33,7 +33,7 @@ import signal
 import sys
 import threading
 import traceback
-from typing import Callable, Collection, Iterator, Mapping, Sequence
+from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
 
 
 def _interrupted_while_starting(signum: int, frame: object) -> None:
@@ -67,27 +67,28 @@ with _starting():
     from neuron_sim.interrupts import watch_interrupts
     from neuron_sim.outputs import discard_pending_writes
 
-# The packages' subcommands, in help order: the module whose ``register`` adds each (a module
-# adding several adds them in this order), and the one-line help that ``neuron-sim --help``
-# shows (the same as the module's own; tests/neuron_sim/test_cli_startup.py compares them).
+# The packages' subcommands, in help order: ``module:function``, the function that adds each to
+# the subparsers (one adding several adds them in this order), and the one-line help that
+# ``neuron-sim --help`` shows (the same as the module's own; tests/neuron_sim/test_cli_startup.py
+# compares them).
 COMMANDS: Mapping[str, tuple[str, str]] = {
-    "check": ("neuron_sim.check_command",
+    "check": ("neuron_sim.check_command:add_check_command",
               "parse and verify modules (files or dump directories); summarize collectives"),
-    "run": ("neuron_sim.interpreter.commands", "execute a module on every simulated device"),
-    "opt": ("neuron_sim.passes.commands",
+    "run": ("neuron_sim.interpreter.commands:add_run_command", "execute a module on every simulated device"),
+    "opt": ("neuron_sim.passes.commands:add_pass_commands",
             "run passes on a module and print the result (like XLA's hlo-opt)"),
-    "passes": ("neuron_sim.passes.commands", "list every pass: key, class, seed status, contract"),
-    "verify": ("neuron_sim.verify.commands",
+    "passes": ("neuron_sim.passes.commands:add_pass_commands", "list every pass: key, class, seed status, contract"),
+    "verify": ("neuron_sim.verify.commands:add_verify_commands",
                "check that a rewrite preserves the program on every device (like alive-tv)"),
-    "demo": ("neuron_sim.verify.commands",
+    "demo": ("neuron_sim.verify.commands:add_verify_commands",
              "a short tour: the seed passes on the bundled examples, and the verdicts"),
-    "prove": ("neuron_sim.proofs.commands",
+    "prove": ("neuron_sim.proofs.commands:add_prove_command",
               "prove with z3 that all-reduce + dynamic-slice folds are sound"),
-    "check-schedule": ("neuron_sim.verify.schedule.commands",
+    "check-schedule": ("neuron_sim.verify.schedule.commands:add_schedule_command",
                        "find where a pipeline runs a context-dependent pass where it is unsafe"),
-    "sweep": ("neuron_sim.verify.sweep.commands",
+    "sweep": ("neuron_sim.verify.sweep.commands:add_sweep_command",
               "sweep all-reduce + dynamic-slice folds over topologies, groups and offset forms"),
-    "fuzz": ("neuron_sim.verify.fuzz.commands",
+    "fuzz": ("neuron_sim.verify.fuzz.commands:add_fuzz_command",
              "run passes on random modules and idioms with collectives, and verify them"),
 }
 
@@ -110,8 +111,14 @@ class _ArgumentParser(argparse.ArgumentParser):
 
 
 def command_modules() -> list[str]:
-    """The modules that register the commands, in help order, each once."""
-    return list(dict.fromkeys(module for module, _ in COMMANDS.values()))
+    """The ``module:function`` references that add the commands, in help order, each once."""
+    return list(dict.fromkeys(reference for reference, _ in COMMANDS.values()))
+
+
+def command_adder(reference: str) -> Callable[[Any], None]:
+    """The function a ``module:function`` reference of ``COMMANDS`` names (its module imported)."""
+    module, _, function = reference.partition(":")
+    return getattr(importlib.import_module(module), function)
 
 
 def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
@@ -132,7 +139,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
     for module in command_modules():
         names = [name for name, (owner, _) in COMMANDS.items() if owner == module]
         if wanted.intersection(names):
-            importlib.import_module(module).register(subparsers)
+            command_adder(module)(subparsers)
         else:  # listed only, without arguments (not even -h): every argument is left over
             for name in names:
                 subparsers.add_parser(name, help=COMMANDS[name][1], add_help=False)

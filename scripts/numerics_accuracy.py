@@ -45,7 +45,7 @@ def _measure(job):
     name, fmt, n, seed = job
     import mpmath as mp
 
-    args = _regular(name, S.sample(name, n, fmt, seed=seed))
+    args = _regular(name, S.sample_inputs(name, n, fmt, seed=seed))
     with np.errstate(all="ignore"):
         got = getattr(N, name)(*args)
         if fmt == "f32":

@@ -24,7 +24,7 @@ from neuron_sim.commands import (add_command, add_json_argument, add_max_memory_
 from neuron_sim.interpreter.defaults import RUN_TIMEOUT as DEFAULT_TIMEOUT
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def add_run_command(subparsers: argparse._SubParsersAction) -> None:
     parser = add_command(
         subparsers, "run", handler=run_command,
         help="execute a module on every simulated device",

@@ -60,7 +60,7 @@ def _split_bits(mp, value, bits: int) -> float:
     return float(mp.nint(value * scale) / scale)
 
 
-def generate() -> str:
+def generate_tables() -> str:
     mp = _mp()
     pi_int = pi_fixed(PI_BITS)
     # cross-check the integer pi with mpmath at the same precision (independent method)
@@ -196,11 +196,11 @@ def generate() -> str:
     return "\n".join(out) + "\n"
 
 
-def main() -> None:
+def _main() -> None:
     path = pathlib.Path(__file__).with_name("_tables.py")
-    path.write_text(generate())
+    path.write_text(generate_tables())
     print(f"wrote {path.name}")
 
 
 if __name__ == "__main__":
-    main()
+    _main()

@@ -88,7 +88,7 @@ def _binades(rng, n: int, fmt: str) -> np.ndarray:
     return bits.view(np.float64)
 
 
-def sample(name: str, n: int, fmt: str = "f64", seed: int = 0) -> list[np.ndarray]:
+def sample_inputs(name: str, n: int, fmt: str = "f64", seed: int = 0) -> list[np.ndarray]:
     """About ``n`` inputs of function ``name`` (a list of argument arrays), values of ``fmt``.
 
     Half uniform in the function's core intervals, the rest over all binades, then the edge

@@ -169,7 +169,7 @@ def _print_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def add_pass_commands(subparsers: argparse._SubParsersAction) -> None:
     opt = add_command(
         subparsers, "opt", handler=_opt,
         help="run passes on a module and print the result (like XLA's hlo-opt)",

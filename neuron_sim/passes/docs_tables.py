@@ -99,7 +99,7 @@ def with_tables(text: str, classes: Sequence[type[HloPass]] = BUILTIN_PASSES) ->
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def docs_tables_command(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m neuron_sim.passes.docs_tables",
                                      description="Write docs/passes.md's passes and options "
                                                  "tables from the pass classes.")
@@ -124,4 +124,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(docs_tables_command())

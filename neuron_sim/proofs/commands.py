@@ -27,7 +27,7 @@ EXIT_REFUTED = EXIT_PROBLEM
 EXIT_FAILED_TO_PROVE = 3
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def add_prove_command(subparsers: argparse._SubParsersAction) -> None:
     prove = add_command(
         subparsers, "prove", handler=run_prove, module_nargs="?",
         help="prove with z3 that all-reduce + dynamic-slice folds are sound",

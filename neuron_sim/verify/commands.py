@@ -126,7 +126,7 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(sys.stdout, trials=args.trials, seed=args.seed)
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def add_verify_commands(subparsers: argparse._SubParsersAction) -> None:
     verify = add_command(
         subparsers, "verify", handler=_verify, module=None,
         help="check that a rewrite preserves the program on every device (like alive-tv)",

@@ -16,7 +16,7 @@ import pytest
 import neuron_sim.passes.neuron
 import neuron_sim.passes.xla
 from neuron_sim.passes import HloPass, get_pass, list_passes, pass_class, pass_keys
-from neuron_sim.passes.docs_tables import main as docs_tables_main
+from neuron_sim.passes.docs_tables import docs_tables_command as docs_tables_main
 from neuron_sim.passes.docs_tables import pass_row, with_tables
 from neuron_sim.passes.registry import BUILTIN_PASSES
 

@@ -208,7 +208,7 @@ def test_a_planted_value_outside_the_bounds_is_unsound(monkeypatch):
     def at_the_bound(generator, distribution, a, b, shape):
         return np.full(shape.dims, b, dtype=shape.element_type.numpy_dtype)
 
-    monkeypatch.setattr(replace_rng, "sample", at_the_bound)
+    monkeypatch.setattr(replace_rng, "draw_array", at_the_bound)
     result = check_pass(parse_module_file(JAX / "lowered_rng_uniform_s32.hlo"),
                         "aws_neuron_replace_rng", ["1x1"],
                         VerifyOptions(trials=1, pass_options={"seed": "1"}))

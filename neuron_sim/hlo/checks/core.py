@@ -50,7 +50,7 @@ class Invalid(Exception):
     """Raised by a rule; the caller adds which instruction and computation it is about."""
 
 
-def describe(inst: HloInstruction) -> str:
+def instruction_head(inst: HloInstruction) -> str:
     """The head of an instruction's line, without attributes: ``%x = f32[2]{0} add(%a, %b)``."""
     if inst.opcode is Opcode.PARAMETER:
         inside = str(inst.parameter_number)
@@ -69,7 +69,7 @@ def error_for(inst: HloInstruction, reason: str) -> HloCheckError:
     """The HloCheckError for ``reason``, naming ``inst`` and its computation."""
     computation = inst.parent.name if inst.parent is not None else None
     return HloCheckError(reason, computation=computation, instruction=inst.name,
-                         instruction_text=describe(inst))
+                         instruction_text=instruction_head(inst))
 
 
 def fmt(shape: Shape) -> str:

@@ -17,7 +17,7 @@ FAMILIES: tuple[RuleTable, ...] = (
 )
 
 
-def merge(tables: tuple[RuleTable, ...]) -> dict[Opcode, Rule]:
+def merge_rule_tables(tables: tuple[RuleTable, ...]) -> dict[Opcode, Rule]:
     """One table from the families' tables; each opcode may appear in one family only."""
     merged: dict[Opcode, Rule] = {}
     owner: dict[Opcode, str] = {}
@@ -31,4 +31,4 @@ def merge(tables: tuple[RuleTable, ...]) -> dict[Opcode, Rule]:
     return merged
 
 
-RULES: dict[Opcode, Rule] = merge(FAMILIES)
+RULES: dict[Opcode, Rule] = merge_rule_tables(FAMILIES)

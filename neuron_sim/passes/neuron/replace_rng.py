@@ -116,7 +116,7 @@ def admissible(distribution: str, a: Any, b: Any, values: np.ndarray) -> np.ndar
     return np.isfinite(wide) & ((b != 0) | (wide == a))
 
 
-def sample(generator: np.random.RandomState, distribution: str, a: Any, b: Any,
+def draw_array(generator: np.random.RandomState, distribution: str, a: Any, b: Any,
            shape: ArrayShape) -> np.ndarray:
     """One array of ``shape`` drawn from the distribution (see the module docstring)."""
     dtype = np.dtype(shape.element_type.numpy_dtype)
@@ -181,7 +181,7 @@ class ReplaceRng(OpExpanderPass):
         distribution, a, b = rng_bounds(inst)
         comp = inst.parent
         leaves = list(inst.shape.leaves())
-        arrays = [sample(self.generator, distribution, a, b, leaf) for leaf in leaves]
+        arrays = [draw_array(self.generator, distribution, a, b, leaf) for leaf in leaves]
         constants = [make_instruction(comp, Opcode.CONSTANT, shape=leaf, name="constant",
                                       literal=Literal.from_array(leaf, values))
                      for leaf, values in zip(leaves, arrays)]

@@ -8,7 +8,7 @@ are groups and whose columns are positions, and index the stacked operands with 
 
 Inconsistent input (ids out of range or repeated, group sizes that differ where the op needs
 one size, a dimension that the group size does not divide...) raises ``ValueError``. Devices in
-no group get an all-zero output row (``output_rows``).
+no group get an all-zero output row (``fresh_output_rows``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["as_id_array", "block_size", "check_dim", "check_ids", "check_stacked",
-           "group_tables", "output_rows", "uniform_table"]
+           "group_tables", "fresh_output_rows", "uniform_table"]
 
 
 def check_stacked(x: np.ndarray, what: str) -> np.ndarray:
@@ -129,7 +129,7 @@ def uniform_table(
     return (tables[0] if tables else None), covered
 
 
-def output_rows(num_devices: int, shape: tuple[int, ...], dtype: Any,
+def fresh_output_rows(num_devices: int, shape: tuple[int, ...], dtype: Any,
                 covered: bool) -> np.ndarray:
     """A fresh per-device output; rows of devices in no group start as zeros."""
     full = (num_devices, *shape)

@@ -13,7 +13,7 @@ import numpy as np
 
 from neuron_sim.semantics.collectives.group_tables import (as_id_array, block_size, check_dim,
                                                            check_ids, check_stacked,
-                                                           group_tables, output_rows,
+                                                           group_tables, fresh_output_rows,
                                                            uniform_table)
 
 __all__ = ["all_gather", "all_to_all", "all_to_all_tuple", "collective_broadcast",
@@ -36,7 +36,7 @@ def all_gather(x: np.ndarray, groups: Sequence[Sequence[int]], dim: int) -> np.n
     out_shape = (*shape[:dim], n * shape[dim], *shape[dim + 1 :])
     # (groups, n, *shape) -> (groups, *before, n, shape[dim], *after) -> merge n into dim.
     gathered = np.moveaxis(x[table], 1, 1 + dim).reshape(num_groups, *out_shape)
-    out = output_rows(x.shape[0], out_shape, x.dtype, covered)
+    out = fresh_output_rows(x.shape[0], out_shape, x.dtype, covered)
     out[table] = gathered[:, None]
     return out
 
@@ -64,7 +64,7 @@ def all_to_all(x: np.ndarray, groups: Sequence[Sequence[int]], dim: int) -> np.n
     shape = x.shape[1:]
     dim = check_dim(dim, shape, "all-to-all")
     table, covered = uniform_table(groups, x.shape[0], "all-to-all")
-    out = output_rows(x.shape[0], shape, x.dtype, covered)
+    out = fresh_output_rows(x.shape[0], shape, x.dtype, covered)
     if table is None:
         return out
     num_groups, n = table.shape
@@ -93,7 +93,7 @@ def all_to_all_tuple(xs: Sequence[np.ndarray], groups: Sequence[Sequence[int]]) 
             )
     num_devices, shape = xs[0].shape[0], xs[0].shape[1:]
     table, covered = uniform_table(groups, num_devices, "all-to-all")
-    outs = [output_rows(num_devices, shape, xs[0].dtype, covered) for _ in xs]
+    outs = [fresh_output_rows(num_devices, shape, xs[0].dtype, covered) for _ in xs]
     if table is None:
         return outs
     n = table.shape[1]
@@ -129,7 +129,7 @@ def collective_permute(x: np.ndarray, pairs: Sequence[tuple[int, int]]) -> np.nd
     sources, targets = table[:, 0], table[:, 1]
     check_ids([sources], num_devices, "collective-permute", "source")
     covered = check_ids([targets], num_devices, "collective-permute", "target")
-    out = output_rows(num_devices, x.shape[1:], x.dtype, covered)
+    out = fresh_output_rows(num_devices, x.shape[1:], x.dtype, covered)
     out[targets] = x[sources]
     return out
 
@@ -138,7 +138,7 @@ def collective_broadcast(x: np.ndarray, groups: Sequence[Sequence[int]]) -> np.n
     """Position 0 of each group sends its operand to the whole group; others get zeros."""
     x = check_stacked(x, "collective-broadcast operand")
     tables, covered = group_tables(groups, x.shape[0], "collective-broadcast")
-    out = output_rows(x.shape[0], x.shape[1:], x.dtype, covered)
+    out = fresh_output_rows(x.shape[0], x.shape[1:], x.dtype, covered)
     for table in tables:
         out[table] = x[table[:, 0]][:, None]
     return out

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from neuron_sim.semantics.collectives.group_tables import (check_stacked, output_rows,
+from neuron_sim.semantics.collectives.group_tables import (check_stacked, fresh_output_rows,
                                                            uniform_table)
 
 __all__ = ["RAGGED_OPERANDS", "ragged_all_to_all"]
@@ -47,7 +47,7 @@ def ragged_all_to_all(operands: Sequence[np.ndarray],
     data, buffer, in_offsets, send_sizes, out_offsets, recv_sizes = stacks
     _check_buffers(data, buffer)
     table, covered = uniform_table(groups, buffer.shape[0], _OP)
-    out = output_rows(buffer.shape[0], buffer.shape[1:], buffer.dtype, covered)
+    out = fresh_output_rows(buffer.shape[0], buffer.shape[1:], buffer.dtype, covered)
     if table is None:
         return out
     groups_count, n = table.shape

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from neuron_sim.semantics.collectives.group_tables import (block_size, check_dim, check_stacked,
-                                                           group_tables, output_rows,
+                                                           group_tables, fresh_output_rows,
                                                            uniform_table)
 
 __all__ = ["Combine", "CombineMany", "all_reduce", "all_reduce_variadic", "fold_group",
@@ -256,7 +256,7 @@ def all_reduce(x: np.ndarray, groups: Sequence[Sequence[int]], combine: Combine)
     tables, covered = group_tables(groups, x.shape[0], "all-reduce")
     reduced = [_reduce_table((x,), table, combine, variadic=False)[0] for table in tables]
     (dtype,) = _reduced_dtypes(tables, [(r,) for r in reduced], (x,))
-    out = output_rows(x.shape[0], x.shape[1:], dtype, covered)
+    out = fresh_output_rows(x.shape[0], x.shape[1:], dtype, covered)
     for table, value in zip(tables, reduced):
         out[table] = value[:, None]
     return out
@@ -296,7 +296,7 @@ def all_reduce_variadic(
     tables, covered = group_tables(groups, num_devices, "all-reduce")
     reduced = [_reduce_table(xs, table, combine_many, variadic=True) for table in tables]
     dtypes = _reduced_dtypes(tables, reduced, xs)
-    outs = [output_rows(num_devices, xs[0].shape[1:], dtype, covered) for dtype in dtypes]
+    outs = [fresh_output_rows(num_devices, xs[0].shape[1:], dtype, covered) for dtype in dtypes]
     for table, values in zip(tables, reduced):
         for out, value in zip(outs, values):
             out[table] = value[:, None]
@@ -324,6 +324,6 @@ def reduce_scatter(
     shards = np.moveaxis(
         reduced.reshape(num_groups, *shape[:dim], n, block, *shape[dim + 1 :]), 1 + dim, 1
     )
-    out = output_rows(x.shape[0], (*shape[:dim], block, *shape[dim + 1 :]), reduced.dtype, covered)
+    out = fresh_output_rows(x.shape[0], (*shape[:dim], block, *shape[dim + 1 :]), reduced.dtype, covered)
     out[table] = shards
     return out

@@ -33,7 +33,7 @@ def parse_duration(text: str) -> float:
     return float(match.group(1)) * _UNIT[match.group(2)]
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def add_fuzz_command(subparsers: argparse._SubParsersAction) -> None:
     fuzz = add_command(
         subparsers, "fuzz", handler=run_fuzz, module=None, topology=False,
         help="run passes on random modules and idioms with collectives, and verify them",

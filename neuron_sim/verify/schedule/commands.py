@@ -111,7 +111,7 @@ def _check_schedule(args: argparse.Namespace) -> int:
     return EXIT_PROBLEM if any(r.unsafe for r in reports) else EXIT_OK
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def add_schedule_command(subparsers: argparse._SubParsersAction) -> None:
     parser = add_command(
         subparsers, "check-schedule", handler=_check_schedule,
         help="find where a pipeline runs a context-dependent pass where it is unsafe",

@@ -25,7 +25,7 @@ EXIT_DISAGREEMENT = 3
 MAX_GRID_DEVICES = 256
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def add_sweep_command(subparsers: argparse._SubParsersAction) -> None:
     from neuron_sim.verify.sweep.generator import DEFAULT_MAX_DEVICES, PRESETS
 
     sweep = add_command(
