@@ -40,6 +40,7 @@ import numpy as np
 from neuron_sim.conversions import convert_array, wrap_int
 from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.hlo.opcodes import Opcode
+from neuron_sim.numerics import transcendental as nm
 from neuron_sim.semantics import float_kernels as fk
 from neuron_sim.semantics import int_kernels as ik
 from neuron_sim.semantics import z3_terms as zt
@@ -187,6 +188,12 @@ def _float(fn: Callable[..., np.ndarray], *, exact: bool = True) -> Kernel:
 
     kernel.function = fn  # type: ignore[attr-defined]
     return kernel
+
+
+def _transcendental(fn: Callable[..., np.ndarray]) -> Kernel:
+    """A float kernel of a ``neuron_sim.numerics`` function: f64 in f64; f32 (and bf16 / f16
+    through f32) evaluated in f64 and rounded once to f32, as the numerics are built for."""
+    return _float(fn, exact=False)
 
 
 def _int(fn: Callable[..., np.ndarray], *, typed: bool = False) -> Kernel:
@@ -345,7 +352,7 @@ _F, _I, _C, _P = Domain.FLOAT, Domain.INT, Domain.COMPLEX, Domain.PRED
 
 _ROWS = [
     # Unary arithmetic.
-    _row(Opcode.ABS, float=_float(np.abs), int=_int(np.abs), complex=np.abs,
+    _row(Opcode.ABS, float=_float(np.abs), int=_int(np.abs), complex=fk.complex_abs,
          fp=zt.fp_abs, bits=zt.bv_abs, direct=np.abs, direct_domains=(_F,)),
     _row(Opcode.NEGATE, float=_float(np.negative), int=_int(np.negative), complex=np.negative,
          fp=zt.fp_negate, bits=zt.bv_negate, direct=np.negative, direct_domains=(_F, _I)),
@@ -358,30 +365,28 @@ _ROWS = [
     _row(Opcode.SQRT, float=_float(np.sqrt), complex=np.sqrt, fp=zt.fp_sqrt, direct=np.sqrt,
          direct_domains=(_F,)),
     _row(Opcode.RSQRT, float=_float(_reciprocal_sqrt), complex=_complex_reciprocal_sqrt),
-    _row(Opcode.CBRT, float=_float(np.cbrt)),
-    # Transcendentals: one float function each. exp, log, logistic and erf are evaluated for f32
-    # in f64 and rounded (numpy's float32 exp and log are up to 4 ulps off); the others in f32
-    # by numpy's float32 loops (within 1.5 ulps).
-    _row(Opcode.EXP, float=_float(np.exp, exact=False), complex=np.exp),
-    _row(Opcode.EXPM1, float=_float(np.expm1), complex=_complex_expm1),
-    _row(Opcode.LOG, float=_float(np.log, exact=False), complex=np.log),
-    _row(Opcode.LOG1P, float=_float(np.log1p), complex=_complex_log1p),
-    _row(Opcode.LOGISTIC, float=_float(fk.float_logistic, exact=False),
-         complex=fk.float_logistic),
-    _row(Opcode.TANH, float=_float(np.tanh), complex=np.tanh, direct=np.tanh,
-         direct_domains=(_F,)),
-    _row(Opcode.SIN, float=_float(np.sin), complex=np.sin, direct=np.sin, direct_domains=(_F,)),
-    _row(Opcode.COS, float=_float(np.cos), complex=np.cos, direct=np.cos, direct_domains=(_F,)),
-    _row(Opcode.TAN, float=_float(np.tan), complex=np.tan),
-    _row(Opcode.ERF, float=_float(fk.float_erf, exact=False)),
-    _row(Opcode.ACOS, float=_float(np.arccos), complex=np.arccos),
-    _row(Opcode.ACOSH, float=_float(np.arccosh), complex=np.arccosh),
-    _row(Opcode.ASIN, float=_float(np.arcsin), complex=np.arcsin),
-    _row(Opcode.ASINH, float=_float(np.arcsinh), complex=np.arcsinh),
-    _row(Opcode.ATAN, float=_float(np.arctan), complex=np.arctan),
-    _row(Opcode.ATANH, float=_float(np.arctanh), complex=np.arctanh),
-    _row(Opcode.COSH, float=_float(np.cosh), complex=np.cosh),
-    _row(Opcode.SINH, float=_float(np.sinh), complex=np.sinh),
+    _row(Opcode.CBRT, float=_transcendental(nm.cbrt)),
+    # Transcendentals: one float function each, from neuron_sim.numerics (IEEE basic operations
+    # only, so the same bits on every CPU; numpy's own loops are not): f32, bf16 and f16 are
+    # evaluated in f64 and rounded to f32 (then to the narrow type), f64 in f64.
+    _row(Opcode.EXP, float=_transcendental(nm.exp), complex=np.exp),
+    _row(Opcode.EXPM1, float=_transcendental(nm.expm1), complex=_complex_expm1),
+    _row(Opcode.LOG, float=_transcendental(nm.log), complex=np.log),
+    _row(Opcode.LOG1P, float=_transcendental(nm.log1p), complex=_complex_log1p),
+    _row(Opcode.LOGISTIC, float=_transcendental(nm.logistic), complex=fk.float_logistic),
+    _row(Opcode.TANH, float=_transcendental(nm.tanh), complex=np.tanh),
+    _row(Opcode.SIN, float=_transcendental(nm.sin), complex=np.sin),
+    _row(Opcode.COS, float=_transcendental(nm.cos), complex=np.cos),
+    _row(Opcode.TAN, float=_transcendental(nm.tan), complex=np.tan),
+    _row(Opcode.ERF, float=_transcendental(nm.erf)),
+    _row(Opcode.ACOS, float=_transcendental(nm.acos), complex=np.arccos),
+    _row(Opcode.ACOSH, float=_transcendental(nm.acosh), complex=np.arccosh),
+    _row(Opcode.ASIN, float=_transcendental(nm.asin), complex=np.arcsin),
+    _row(Opcode.ASINH, float=_transcendental(nm.asinh), complex=np.arcsinh),
+    _row(Opcode.ATAN, float=_transcendental(nm.atan), complex=np.arctan),
+    _row(Opcode.ATANH, float=_transcendental(nm.atanh), complex=np.arctanh),
+    _row(Opcode.COSH, float=_transcendental(nm.cosh), complex=np.cosh),
+    _row(Opcode.SINH, float=_transcendental(nm.sinh), complex=np.sinh),
     # Bits.
     _row(Opcode.NOT, int=_int(np.invert), pred=np.logical_not, bits=zt.bv_not,
          boolean=zt.bool_not),
@@ -395,14 +400,14 @@ _ROWS = [
          int=_no_imaginary_part),
     _row(Opcode.COMPLEX, form=Form.OTHER, float=_make_complex),
     # Binary arithmetic.
-    _row(Opcode.ADD, float=_float(np.add), int=_int(np.add), complex=np.add,
+    _row(Opcode.ADD, float=_float(np.add), int=_int(np.add), complex=fk.complex_add,
          pred=np.logical_or, fp=zt.fp_add, bits=zt.bv_add, boolean=zt.bool_or,
          direct=np.add, direct_domains=(_F, _I), **_reduction(_I, _P)),
     _row(Opcode.SUBTRACT, float=_float(np.subtract), int=_int(np.subtract),
-         complex=np.subtract, fp=zt.fp_subtract, bits=zt.bv_subtract, direct=np.subtract,
+         complex=fk.complex_subtract, fp=zt.fp_subtract, bits=zt.bv_subtract, direct=np.subtract,
          direct_domains=(_F, _I)),
     _row(Opcode.MULTIPLY, float=_float(np.multiply), int=_int(np.multiply),
-         complex=np.multiply, pred=np.logical_and, fp=zt.fp_multiply, bits=zt.bv_multiply,
+         complex=fk.complex_multiply, pred=np.logical_and, fp=zt.fp_multiply, bits=zt.bv_multiply,
          boolean=zt.bool_and, direct=np.multiply, direct_domains=(_F, _I),
          **_reduction(_I, _P)),
     _row(Opcode.DIVIDE, float=_float(np.divide), int=_int(ik.int_divide, typed=True),
@@ -410,7 +415,7 @@ _ROWS = [
          direct_domains=(_F,)),
     _row(Opcode.REMAINDER, float=_float(np.fmod), int=_int(ik.int_remainder, typed=True),
          bits=zt.bv_remainder),
-    _row(Opcode.POWER, float=_float(np.power, exact=False), int=_int(ik.int_power, typed=True),
+    _row(Opcode.POWER, float=_transcendental(nm.power), int=_int(ik.int_power, typed=True),
          complex=np.power),
     _row(Opcode.MAXIMUM, float=_float(fk.xla_maximum), int=_int(np.maximum),
          pred=np.logical_or, fp=zt.fp_maximum, bits=zt.bv_maximum, boolean=zt.bool_or,
@@ -418,7 +423,7 @@ _ROWS = [
     _row(Opcode.MINIMUM, float=_float(fk.xla_minimum), int=_int(np.minimum),
          pred=np.logical_and, fp=zt.fp_minimum, bits=zt.bv_minimum, boolean=zt.bool_and,
          **_reduction(_F, _I, _P)),
-    _row(Opcode.ATAN2, float=_float(np.arctan2, exact=False)),
+    _row(Opcode.ATAN2, float=_transcendental(nm.atan2)),
     _row(Opcode.MULHI, int=_int(ik.int_mulhi, typed=True), bits=zt.bv_mulhi),
     _row(Opcode.AND, int=_int(np.bitwise_and), pred=np.logical_and, bits=zt.bv_and,
          boolean=zt.bool_and, **_reduction(_I, _P)),

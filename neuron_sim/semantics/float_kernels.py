@@ -2,9 +2,9 @@
 precision rule every float kernel follows (docs/semantics.md §4).
 
 Precision (``float_math``): f64 is computed in f64. f32 is computed in f32 by the IEEE basic
-operations and by the functions numpy's float32 loops compute within 1.5 ulps (``exact``);
-the others (exp, log, logistic, erf, power, atan2) in f64 and rounded once to f32 — a
-correctly rounded reference, block by block so that no full-size f64 temporary exists.
+operations and the exact ones (``exact``); the transcendentals (``neuron_sim.numerics``, built
+from IEEE basic operations so that every CPU computes the same bits) in f64 and rounded once to
+f32, block by block so that no full-size f64 temporary exists.
 Narrow floats (bf16, f16, f8) are computed as f32 and rounded once to their type by the caller
 (``neuron_sim.semantics.elementwise``), as XLA:CPU does.
 
@@ -14,7 +14,6 @@ which XLA:CPU emits).
 
 from __future__ import annotations
 
-import math
 from typing import Callable
 
 import ml_dtypes
@@ -23,7 +22,8 @@ import numpy as np
 from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.semantics.element_kinds import element_type_of, is_narrow_float_type
 
-__all__ = ["F32", "F64", "complex_sign", "float_erf", "float_logistic", "float_math",
+__all__ = ["F32", "F64", "complex_abs", "complex_add", "complex_multiply", "complex_sign",
+           "complex_subtract", "float_logistic", "float_math",
            "float_maximum", "float_minimum", "float_sign", "is_finite", "reduce_precision_array",
            "round_half_away", "total_order_key", "xla_maximum", "xla_minimum"]
 
@@ -92,10 +92,56 @@ def float_sign(x: np.ndarray) -> np.ndarray:
     return np.where((x == 0) | np.isnan(x), x, np.sign(x))
 
 
+# Complex arithmetic from real operations on the parts: numpy's own complex loops for add,
+# multiply and abs are SIMD-dispatched (an FMA in one path, another NaN operand order in
+# another), so their bits depend on the CPU; real IEEE operations on the parts do not.
+
+def _complex(real: np.ndarray, imaginary: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    out = np.empty(np.broadcast_shapes(real.shape, imaginary.shape), dtype)
+    out.real = real
+    out.imag = imaginary
+    return out
+
+
+def complex_add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(a + b) part by part."""
+    return _complex(a.real + b.real, a.imag + b.imag, np.result_type(a, b))
+
+
+def complex_subtract(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(a - b) part by part."""
+    return _complex(a.real - b.real, a.imag - b.imag, np.result_type(a, b))
+
+
+def complex_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(ac - bd) + (ad + bc)i, each product and sum rounded in the parts' type (no fused
+    multiply-add)."""
+    real = a.real * b.real - a.imag * b.imag
+    imaginary = a.real * b.imag + a.imag * b.real
+    return _complex(real, imaginary, np.result_type(a, b))
+
+
+def complex_abs(x: np.ndarray) -> np.ndarray:
+    """|x| as the parts' real type: hypot of the parts, scaled by the larger so that no square
+    overflows or underflows; inf if either part is infinite (even with a NaN), else NaN if
+    either is NaN."""
+    re, im = np.abs(x.real), np.abs(x.imag)
+    big, small = np.maximum(re, im), np.minimum(re, im)
+    safe = np.where((big == 0) | ~np.isfinite(big), 1, big)
+    ratio = small / safe
+    out = safe * np.sqrt(1 + ratio * ratio)
+    out = np.where(big == 0, 0, out)
+    out = np.where(np.isnan(re) | np.isnan(im), np.nan, out)
+    return np.where(np.isinf(re) | np.isinf(im), np.inf, out).astype(re.dtype)
+
+
 def complex_sign(x: np.ndarray) -> np.ndarray:
-    """x / |x|, and 0 for 0."""
-    magnitude = np.abs(x)
-    return np.where(magnitude == 0, x, x / np.where(magnitude == 0, 1, magnitude))
+    """x / |x| part by part, and 0 for 0."""
+    magnitude = complex_abs(x)
+    safe = np.where(magnitude == 0, 1, magnitude)
+    zero = magnitude == 0
+    return _complex(np.where(zero, x.real, x.real / safe), np.where(zero, x.imag, x.imag / safe),
+                    x.dtype)
 
 
 def round_half_away(x: np.ndarray) -> np.ndarray:
@@ -107,16 +153,9 @@ def round_half_away(x: np.ndarray) -> np.ndarray:
 
 
 def float_logistic(x: np.ndarray) -> np.ndarray:
-    """1 / (1 + exp(-x))."""
+    """1 / (1 + exp(-x)) with numpy's functions (complex values; real ones use
+    ``neuron_sim.numerics.logistic``)."""
     return 1.0 / (1.0 + np.exp(-x))
-
-
-def float_erf(x: np.ndarray) -> np.ndarray:
-    """The error function of f64 values (Python's math.erf, correctly rounded in practice)."""
-    return _ERF(x).astype(F64) if x.size else x.copy()
-
-
-_ERF = np.frompyfunc(math.erf, 1, 1)
 
 
 def is_finite(x: np.ndarray) -> np.ndarray:
