@@ -2,7 +2,7 @@
 
 The interpreter executes ``convert`` with it and ConstantSliceConvertCanonicalizer folds a
 constant with it, so a folded constant holds exactly what running the convert would give.
-Conventions (SEMANTICS.md §4, XLA's CPU elemental emitter):
+Conventions (docs/semantics.md §4, XLA's CPU elemental emitter):
 
 - float -> integer truncates toward zero, saturates out-of-range values (infinities included)
   to the type's limits and maps NaN to 0;

@@ -29,7 +29,7 @@ class ArgumentError(UserError):
 
 
 # ---------------------------------------------------------------------------------------------
-# The npz format for per-device inputs and outputs (ARCHITECTURE.md, "Interfaces").
+# The npz format for per-device inputs and outputs (docs/run.md, "The npz format").
 #
 # Key ``arg{i}`` holds entry parameter i, shaped ``[D, *param_shape]`` (one array per device,
 # stacked by flattened id) or ``param_shape`` (the same on every device); a tuple parameter i

@@ -4,7 +4,7 @@
 and called computations, following XLA's ShapeInference (layouts ignored). ``check_instruction``
 and ``check_module`` verify a whole program the way XLA's HloVerifier does: operand counts,
 declared versus inferred shapes, called-computation signatures, parameter numbering, and the
-replica-group rules of the collectives (SEMANTICS.md §2), the call graph (no cycles), control
+replica-group rules of the collectives (docs/semantics.md §2), the call graph (no cycles), control
 predecessors and the attributes the parser keeps as text. ``allow_mixed_precision`` is XLA's
 HloVerifier option of that name: off, floating-point types of different precisions may not
 meet in one instruction; on, they may, and declared shapes are compared ignoring them.

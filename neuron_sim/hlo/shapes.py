@@ -1,7 +1,7 @@
 """HLO shapes: arrays (with optional layouts and dynamic dimensions), tuples, tokens.
 
 Shapes are immutable values. The layout ({1,0}: minor-to-major) never changes a value's logical
-contents; only bitcast and copy read it (SEMANTICS.md §5).
+contents; only bitcast and copy read it (docs/semantics.md §5).
 """
 
 from __future__ import annotations

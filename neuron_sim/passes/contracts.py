@@ -2,7 +2,7 @@
 
 A contract answers one question elementwise: may the rewritten program (the target) produce
 this value where the original (the source) produced that one? ``allowed(source, target)`` is a
-boolean mask. Three kinds (ARCHITECTURE.md, Passes):
+boolean mask. Three kinds (docs/passes.md, "The framework"):
 
 * ``EXACT`` — every output bit for bit on every device (NaN equals NaN whatever its bits;
   ``-0`` differs from ``+0``). The default.

@@ -19,7 +19,7 @@ from neuron_sim.hlo.builder import ComputationBuilder, ModuleBuilder
 from neuron_sim.hlo.replica_groups import ReplicaGroups
 from neuron_sim.hlo.shapes import ArrayShape, scalar
 
-# How the collective names its groups (SEMANTICS.md §2): (channel_id, use_global_device_ids).
+# How the collective names its groups (docs/semantics.md §2): (channel_id, use_global_device_ids).
 MODE_ATTRIBUTES: dict[str, tuple[int | None, bool]] = {
     "cross_replica": (None, False),
     "cross_replica_and_partition": (1, False),

@@ -14,7 +14,7 @@ every argument takes a value or a strategy::
 Every module is built with the HLO builder (``neuron_sim.hlo.builder``), so it is well typed
 and passes the checker by construction: nothing is generated and then filtered. Each
 collective's groups are drawn for the module's own topology and the collective's group mode
-(SEMANTICS.md §2). Structure follows the draws so that hypothesis' shrinking gives small
+(docs/semantics.md §2). Structure follows the draws so that hypothesis' shrinking gives small
 modules: the number of steps is drawn first and shrinks towards one, each step's kind is drawn
 from a list that starts with the cheapest, and a group layout shrinks towards one sorted group.
 """
@@ -175,7 +175,7 @@ def topologies(draw: Draw, *, max_devices: Any = 8, devices: Any = None) -> Topo
 
 
 def id_space(topology: Topology, mode: str) -> int:
-    """How many ids the groups of ``mode`` cover (SEMANTICS.md §2)."""
+    """How many ids the groups of ``mode`` cover (docs/semantics.md §2)."""
     R, P = topology.replica_count, topology.num_partitions
     return {"cross_replica": R, "cross_partition": P, "cross_replica_and_partition": R,
             "flattened": R * P}[mode]
@@ -227,7 +227,7 @@ def replica_groups(draw: Draw, topology: Any, mode: Any, *, layouts: Any = LAYOU
 
 
 def compact_forms(groups: Sequence[Sequence[int]]) -> list[ReplicaGroups]:
-    """The iota and mesh spellings of ``groups`` where they have one (SEMANTICS.md §2):
+    """The iota and mesh spellings of ``groups`` where they have one (docs/semantics.md §2):
     contiguous groups ``[G,S]<=[n]`` and ``mesh['x'=G,'y'=S] {'y'}``, strided groups
     ``[G,S]<=[S,G]T(1,0)`` and ``mesh['x'=S,'y'=G] {'x'}`` (one sorted group is both)."""
     if not groups or len({len(g) for g in groups}) != 1:

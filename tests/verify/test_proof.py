@@ -1,4 +1,4 @@
-"""Proof for all inputs (verify/proof.py): hand-derived equalities and differences of small
+"""Proof for all inputs (neuron_sim/proofs/all_inputs.py, verify/proving.py): hand-derived equalities and differences of small
 modules on several topologies, the verdicts check_modules reports with them, the z3 fold
 proofs on a sample of sweep idioms and a bounded sample of the JAX corpus."""
 
@@ -62,7 +62,7 @@ SHIFTED = "%one = u32[] constant(1)\n  %next = u32[] add(%pid, %one)\n  " \
 @pytest.mark.parametrize("devices", [1, 4, 8])
 def test_ar_ds_with_the_shard_offset_is_proved_equal_to_reduce_scatter(devices):
     """Device p's rows 2p, 2p+1 of the sum over all devices are what reduce-scatter gives
-    position p (SEMANTICS.md §3): the same multiset on every element."""
+    position p (docs/semantics.md §3): the same multiset on every element."""
     proof = prove(parse_module(ar_ds(devices, RIGHT)), parse_module(reduce_scatter(devices)),
                   Topology(1, devices))
     assert proof.outcome == "equal", proof.reason

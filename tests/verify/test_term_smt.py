@@ -1,4 +1,4 @@
-"""z3 on differing symbolic terms (verify/term_smt.py): proofs of identities the term normal
+"""z3 on differing symbolic terms (neuron_sim/proofs/smt.py): proofs of identities the term normal
 form does not know, of the infinity-to-finite refinement, and witnesses only z3 finds.
 
 Every expected verdict is derived by hand in the test's docstring from IEEE 754 / XLA's

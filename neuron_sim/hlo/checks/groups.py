@@ -1,7 +1,7 @@
 """The smallest topology a module's collectives are valid on, for modules whose header gives no
 replica_count / num_partitions (XLA's tests set them in the module config, not in the text).
 
-Each collective constrains the counts through its group mode (SEMANTICS.md §2): groups naming
+Each collective constrains the counts through its group mode (docs/semantics.md §2): groups naming
 ids 0..k-1 fix the replica count (CrossReplica, CrossReplicaAndPartition), the partition count
 (CrossPartition) or their product (FlattenedID); source-target pairs bound the count of their
 mode from below. ``{}`` groups fit any count and constrain nothing.

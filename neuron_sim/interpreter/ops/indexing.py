@@ -1,14 +1,14 @@
 """Indexed data movement: dynamic-slice, dynamic-update-slice, gather, scatter.
 
-Index semantics (SEMANTICS.md §4; XLA's elemental emitter and ScatterExpander):
+Index semantics (docs/semantics.md §4; XLA's elemental emitter and ScatterExpander):
 
 - Start indices are read in their own type — an unsigned index is never negative (a u32
   4000000000 clamps to the last window, as XLA:CPU does in the JAX corpus case
-  ``dynamic_slice_oob``; SEMANTICS.md §4's "read as signed" holds for signed types only) — and
+  ``dynamic_slice_oob``; docs/semantics.md §4's "read as signed" holds for signed types only) — and
   clamped so the whole window fits: ``start = min(max(start, 0), dim - size)``. dynamic-slice,
   dynamic-update-slice and gather never fail on an out-of-range index.
 - scatter does *not* clamp: an update whose window does not fit entirely inside the operand is
-  skipped (XLA's ScatterExpander and HloEvaluator; SEMANTICS.md's "clamped the same way" holds
+  skipped (XLA's ScatterExpander and HloEvaluator; docs/semantics.md's "clamped the same way" holds
   for gather only). Updates are applied in the row-major order of the updates array, so
   repeated indices combine in index order.
 

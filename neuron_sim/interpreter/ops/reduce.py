@@ -4,7 +4,7 @@ Order of evaluation (ours, like XLA's HloEvaluator): a reduction is a left fold 
 the init value over the reduced elements in row-major order of their indices. For integer and
 pred reductions with an associative op the order cannot matter and numpy reduces directly; for
 float add/multiply the fold is sequential (``ufunc.accumulate``), in the operand's own type — a
-bf16 sum accumulates in bf16 (SEMANTICS.md §4). Windows skip padding positions (they are not
+bf16 sum accumulates in bf16 (docs/semantics.md §4). Windows skip padding positions (they are not
 folded at all). Sort is stable whatever ``is_stable`` says and calls the comparator computation
 itself (vectorized merge sort), so custom and multi-operand comparators work.
 """

@@ -175,14 +175,14 @@ def pad(ctx, x, value):
 
 @implements(Opcode.COPY, Opcode.DOMAIN)
 def copy(ctx, x):
-    # A copy between layouts is a logical no-op (SEMANTICS.md §5).
+    # A copy between layouts is a logical no-op (docs/semantics.md §5).
     return x
 
 
 @implements(Opcode.BITCAST)
 def bitcast(ctx, x):
     """Reinterpret the buffer: logical -> physical by the operand's layout, physical -> logical
-    by the result's layout (SEMANTICS.md §5)."""
+    by the result's layout (docs/semantics.md §5)."""
     operand_shape = ctx.inst.operand(0).shape
     result_shape = ctx.inst.shape
     if not isinstance(operand_shape, ArrayShape) or not isinstance(result_shape, ArrayShape):

@@ -5,7 +5,7 @@ OpExpanderPass; ExpandInstruction @0x1f75b70). The seed names the pass only; the
 inferred, after XLA's AlgebraicSimplifier (a dynamic-slice whose starts are all constants is a
 slice).
 
-Our reading, with XLA's clamp (SEMANTICS.md §4: every start is read as a signed integer — an
+Our reading, with XLA's clamp (docs/semantics.md §4: every start is read as a signed integer — an
 unsigned one as unsigned — and clamped to ``[0, dim - size]``):
 
 * ``dynamic-slice(x, c0, ..., cn)`` with every start a rank-0 integer constant becomes

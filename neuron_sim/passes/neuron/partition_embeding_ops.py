@@ -40,7 +40,7 @@ the row's value and P - 1 fill terms. The fill is ``-0.0`` for floats — ``x + 
 every x, ``+0`` and ``-0``, NaN and the infinities included — and 0 for integers, so the sum is
 bit-exact in any order (the issue's "up to reassociation" is not needed). Known unsafety: a
 runtime whose sum starts from ``+0`` instead of folding the terms (XLA:CPU's in-process
-all-reduce, SEMANTICS.md §3) turns a ``-0`` row element into ``+0``; a gather inside a
+all-reduce, docs/semantics.md §3) turns a ``-0`` row element into ``+0``; a gather inside a
 conditional branch or loop that only some partitions execute makes the new all-reduce a
 rendezvous they do not all reach (the interpreter reports a collective mismatch). The table is
 not shrunk: each partition still holds all of it and slices its shard.

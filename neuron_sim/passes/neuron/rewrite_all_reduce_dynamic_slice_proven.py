@@ -55,7 +55,7 @@ class RewriteAllReduceDynamicSliceProven(HloPass):
     seed_says = "(none: not in the seed)"
     our_reading = ("folds an all-reduce + dynamic-slice into a reduce-scatter exactly when z3 "
                    "proves `clamp(offset(d)) == position(d) * s` for every device of the "
-                   "topology; sees through fusions; the proof is `passes/analysis/fold_proof.py` "
+                   "topology; sees through fusions; the proof is `proofs/index/fold_proof.py` "
                    "(z3)")
     known_unsafety = ("none known; keeps a channel_id only if the all-reduce had one (the seed's "
                       "emitter always adds one, which turns a CrossReplica all-reduce into a "

@@ -13,7 +13,7 @@ device, as JAX writes them (``scripts/jax_programs/scatter_partition.py``) and X
 them. A "block write" is ``dynamic-update-slice(buf, reshape(v), start, ...)`` of a ``[1, ...]``
 block into an ``[n, ...]`` buffer, or a fusion whose root is one (its parameters followed out;
 copies and row-major bitcasts count as reshapes); the other starts are clamped to 0 whatever
-they are. Slots are index computations read with ``passes/analysis/index_encoding`` (HLO's
+they are. Slots are index computations read with ``proofs/index/index_encoding`` (HLO's
 integer semantics) and evaluated on every device of the pass's topology, clamped to [0, n-1].
 
 1. The psum form: ``reshape(all-reduce(add, write(broadcast(0), shard, slot)))`` (the broadcast
@@ -221,7 +221,7 @@ def _evaluate(term: z3.ExprRef, leaves: dict[str, np.ndarray],
 
 class _Devices:
     """Every device of a topology, for evaluating index values: a symbolic device for the
-    encoder (``passes/analysis/index_encoding``, HLO's exact integer semantics) and the concrete
+    encoder (``proofs/index/index_encoding``, HLO's exact integer semantics) and the concrete
     replica and partition ids of every flattened device to read its terms at."""
 
     def __init__(self, topology: Topology) -> None:

@@ -10,7 +10,7 @@ reduce the same group, so the fold is sound exactly when
     clamp(offset(d)) == position(d) * s   for every device d,
 
 where ``clamp`` is dynamic-slice's start clamp to ``[0, full - s]`` and ``position`` comes from
-the all-reduce's group mode (SEMANTICS.md §2). The first condition is checked directly, the
+the all-reduce's group mode (docs/semantics.md §2). The first condition is checked directly, the
 second by z3 over a symbolic device (r, p) of the topology: UNSAT of its negation proves it, a
 model is a device that reads the wrong shard — the smallest flattened id is reported.
 """

@@ -219,7 +219,7 @@ class UnbuildableSpec(Exception):
 
 
 def _id_space(mode: str, replicas: int, partitions: int) -> int:
-    """How many ids the groups of ``mode`` name (SEMANTICS.md §2)."""
+    """How many ids the groups of ``mode`` name (docs/semantics.md §2)."""
     return replicas * partitions if mode == "flattened" else replicas
 
 
@@ -376,7 +376,7 @@ def build(spec: Spec, rng: random.Random) -> Case:
     if spec.mode == "cross_partition":
         raise UnbuildableSpec("an all-reduce has no CrossPartition mode: with a channel_id and no "
                               "use_global_device_ids it is CrossReplicaAndPartition "
-                              "(SEMANTICS.md §2)")
+                              "(docs/semantics.md §2)")
     n = _id_space(spec.mode, R, P)
     if spec.layout == "empty" and spec.mode == "flattened":
         raise UnbuildableSpec("empty replica_groups are invalid in FlattenedID mode")
