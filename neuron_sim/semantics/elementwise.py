@@ -120,7 +120,7 @@ class ElementwiseDefinition:
     commutative: bool = False
     multiset: bool = False
     exact_fold: frozenset[Domain] = frozenset()
-    direct: np.ufunc | None = None
+    direct: Callable[..., np.ndarray] | None = None  # a ufunc, or a kernel taking out=
     direct_domains: tuple[Domain, ...] = ()
 
     def numpy(self, *arrays: np.ndarray, **params: Any) -> np.ndarray:
@@ -190,10 +190,25 @@ def _float(fn: Callable[..., np.ndarray], *, exact: bool = True) -> Kernel:
     return kernel
 
 
-def _transcendental(fn: Callable[..., np.ndarray]) -> Kernel:
-    """A float kernel of a ``neuron_sim.numerics`` function: f64 in f64; f32 (and bf16 / f16
-    through f32) evaluated in f64 and rounded once to f32, as the numerics are built for."""
-    return _float(fn, exact=False)
+class _Transcendental:
+    """The float kernel of a ``neuron_sim.numerics`` function: f64 in f64; f32 (and bf16 / f16
+    through f32) evaluated in f64 and rounded once to f32, as the numerics are built for. On
+    f32 and f64 it is also the row's ``direct`` callable: it takes ``out=`` like a ufunc, so the
+    interpreter can write a large result into an operand's dead buffer."""
+
+    def __init__(self, fn: Callable[..., np.ndarray], nin: int) -> None:
+        self.function = fn
+        self.nin = nin
+
+    def __call__(self, *arrays: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        result = fk.float_math(self.function, *arrays, out=out)
+        dtype = arrays[0].dtype
+        return result if result.dtype == dtype else result.astype(dtype)
+
+
+def _transcendental(fn: Callable[..., np.ndarray], nin: int = 1) -> Kernel:
+    """A ``_Transcendental`` kernel of ``fn`` (``nin`` operands)."""
+    return _Transcendental(fn, nin)
 
 
 def _int(fn: Callable[..., np.ndarray], *, typed: bool = False) -> Kernel:
@@ -220,6 +235,8 @@ def _row(opcode: Opcode, *, form: Form = Form.SAME, float: Kernel | None = None,
                if k is not None}
     terms = {sort: t for sort, t in ((Sort.FLOAT, fp), (Sort.BITS, bits), (Sort.BOOL, boolean))
              if t is not None}
+    if isinstance(float, _Transcendental) and "direct" not in facts:
+        facts = {**facts, "direct": float, "direct_domains": (Domain.FLOAT,)}
     return ElementwiseDefinition(opcode, form, kernels, terms, **facts)
 
 
@@ -415,7 +432,7 @@ _ROWS = [
          direct_domains=(_F,)),
     _row(Opcode.REMAINDER, float=_float(np.fmod), int=_int(ik.int_remainder, typed=True),
          bits=zt.bv_remainder),
-    _row(Opcode.POWER, float=_transcendental(nm.power), int=_int(ik.int_power, typed=True),
+    _row(Opcode.POWER, float=_transcendental(nm.power, 2), int=_int(ik.int_power, typed=True),
          complex=np.power),
     _row(Opcode.MAXIMUM, float=_float(fk.xla_maximum), int=_int(np.maximum),
          pred=np.logical_or, fp=zt.fp_maximum, bits=zt.bv_maximum, boolean=zt.bool_or,
@@ -423,7 +440,7 @@ _ROWS = [
     _row(Opcode.MINIMUM, float=_float(fk.xla_minimum), int=_int(np.minimum),
          pred=np.logical_and, fp=zt.fp_minimum, bits=zt.bv_minimum, boolean=zt.bool_and,
          **_reduction(_F, _I, _P)),
-    _row(Opcode.ATAN2, float=_transcendental(nm.atan2)),
+    _row(Opcode.ATAN2, float=_transcendental(nm.atan2, 2)),
     _row(Opcode.MULHI, int=_int(ik.int_mulhi, typed=True), bits=zt.bv_mulhi),
     _row(Opcode.AND, int=_int(np.bitwise_and), pred=np.logical_and, bits=zt.bv_and,
          boolean=zt.bool_and, **_reduction(_I, _P)),

@@ -33,18 +33,24 @@ F64 = np.dtype(np.float64)
 _WIDE_BLOCK = 1 << 14
 
 
-def float_math(fn: Callable[..., np.ndarray], *arrays: np.ndarray, exact: bool = False
-               ) -> np.ndarray:
+def float_math(fn: Callable[..., np.ndarray], *arrays: np.ndarray, exact: bool = False,
+               out: np.ndarray | None = None) -> np.ndarray:
     """``fn`` on float arrays under the precision rule of this module (f64 in f64; f32 in f32
-    when ``exact``, else in f64 rounded to f32; narrow floats as f32)."""
+    when ``exact``, else in f64 rounded to f32; narrow floats as f32).
+
+    ``out`` (not with ``exact``): a C-contiguous array of the result's shape and dtype (f32 or
+    f64) to write into, block by block — it may be one of the operands (each block is read
+    before it is written), so an elementwise op on a large value needs no second copy."""
     dtype = arrays[0].dtype
-    if dtype == F64:
+    if dtype == F64 and (out is None or exact):
         return fn(*(a.astype(F64, copy=False) for a in arrays))
     if exact:
         return np.asarray(fn(*(a.astype(F32, copy=False) for a in arrays)), F32)
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
     flat = [np.broadcast_to(a, shape).reshape(-1) for a in arrays]
-    out = np.empty(shape, F32)
+    wide = F64 if dtype == F64 else F32
+    if out is None or out.shape != shape or out.dtype != wide or not out.flags.c_contiguous:
+        out = np.empty(shape, wide)
     target = out.reshape(-1)
     for start in range(0, target.size, _WIDE_BLOCK):
         block = slice(start, start + _WIDE_BLOCK)

@@ -1,6 +1,6 @@
 """Collectives executed from HLO on R x P topologies, in every group mode.
 
-Expected values come from the per-device rules of SEMANTICS.md §2-3 restated in this file
+Expected values come from the per-device rules of docs/semantics.md §2-3 restated in this file
 (``participants`` and the loops in each test), never from the code under test.
 """
 
@@ -16,7 +16,7 @@ from neuron_sim.topology import Topology
 
 
 def participants(mode: str, groups, replicas: int, partitions: int, f: int) -> list[int]:
-    """SEMANTICS.md §2: the ordered participant list (flattened ids) of device f."""
+    """docs/semantics.md §2: the ordered participant list (flattened ids) of device f."""
     r, p = divmod(f, partitions)
     if mode == "CrossReplica":
         g = next(g for g in (groups or [list(range(replicas))]) if r in g)
@@ -109,7 +109,7 @@ def test_reduce_scatter_delivers_block_position_to_each_device():
 
 def test_all_reduce_then_dynamic_slice_equals_reduce_scatter_bit_for_bit():
     """The documented left-fold order makes the AR + DS idiom and reduce-scatter agree exactly,
-    even for float sums whose value depends on the order (SEMANTICS.md §3)."""
+    even for float sums whose value depends on the order (docs/semantics.md §3)."""
     groups = [[1, 0, 3, 2], [5, 4, 7, 6]]
     rng = np.random.default_rng(7)
     x = (rng.standard_normal((8, 16)) * 10.0 ** rng.integers(-4, 9, size=(8, 16))).astype(

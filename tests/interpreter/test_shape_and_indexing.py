@@ -1,6 +1,6 @@
 """Data movement and indexing ops, with hand-computed expected values.
 
-Covers the index semantics of SEMANTICS.md §4 (dynamic-slice / dynamic-update-slice / gather
+Covers the index semantics of docs/semantics.md §4 (dynamic-slice / dynamic-update-slice / gather
 clamping, scatter order) and the layout-aware bitcast of §5.
 """
 

@@ -613,7 +613,7 @@ def test_layouts_are_ignored_when_comparing_shapes() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Replica groups (SEMANTICS.md §2) on collectives.hlo: 2 replicas x 4 partitions.
+# Replica groups (docs/semantics.md §2) on collectives.hlo: 2 replicas x 4 partitions.
 
 GROUP_VIOLATIONS = [
     # empty group inside a non-empty list

@@ -1,7 +1,7 @@
 """DeletePermute deletes every all-reduce and collective-permute (degenerate or not); the
 guarded variant deletes only those that are the identity under the module's topology.
 
-Which collectives are degenerate is worked out by hand from SEMANTICS.md §2 in the comments.
+Which collectives are degenerate is worked out by hand from docs/semantics.md §2 in the comments.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """DeviceAssignmentLegalization: logical groups -> physical device ids, and what reads them.
 
 Expected physical groups are derived by hand from XLA's GetParticipatingDevicesGroups rules
-(SEMANTICS.md §2; ``xla/service/collective_ops_utils.cc``) in each test's docstring; expected
+(docs/semantics.md §2; ``xla/service/collective_ops_utils.cc``) in each test's docstring; expected
 values of the legalized programs are the logical module's (interpreted) and JAX's outputs.
 """
 

@@ -30,7 +30,7 @@ def example(name: str):
 
 
 # --------------------------------------------------------------------------------------------
-# The seed passes on the examples (expected devices worked out from SEMANTICS.md §2-3).
+# The seed passes on the examples (expected devices worked out from docs/semantics.md §2-3).
 
 
 def test_single_group_fold_on_a_sorted_group_is_correct():

@@ -45,7 +45,7 @@ MODE_OPCODE = {"cross_replica": ("all-reduce", False), "cross_partition": ("all-
 
 
 def test_layouts_match_semantics_iota_examples():
-    """SEMANTICS.md §2: [2,4]<=[4,2]T(1,0) -> {{0,2,4,6},{1,3,5,7}} (strided), [2,4]<=[8]
+    """docs/semantics.md §2: [2,4]<=[4,2]T(1,0) -> {{0,2,4,6},{1,3,5,7}} (strided), [2,4]<=[8]
     -> {{0,1,2,3},{4,5,6,7}} (contiguous)."""
     assert layout_groups("strided", 8, 4) == ((0, 2, 4, 6), (1, 3, 5, 7))
     assert layout_groups("contiguous", 8, 4) == ((0, 1, 2, 3), (4, 5, 6, 7))
@@ -168,7 +168,7 @@ def test_local_and_mpi_backends_agree_bit_for_bit_on_generated_collective_module
 
 
 def test_compact_forms_spell_the_semantics_examples():
-    """SEMANTICS.md §2: [2,4]<=[8] is {{0,1,2,3},{4,5,6,7}}, [2,4]<=[4,2]T(1,0) is
+    """docs/semantics.md §2: [2,4]<=[8] is {{0,1,2,3},{4,5,6,7}}, [2,4]<=[4,2]T(1,0) is
     {{0,2,4,6},{1,3,5,7}}; the mesh rule: mesh['x'=4,'y'=2] {'x'} groups over x with y kept,
     i.e. the same strided groups. Permuted groups have no compact form."""
     contiguous = [g.to_text() for g in compact_forms(((0, 1, 2, 3), (4, 5, 6, 7)))]
