@@ -289,16 +289,13 @@ def _slice(enc: IndexEncoder, inst: HloInstruction, path: CallPath) -> SymValue:
 
 # --- elementwise ------------------------------------------------------------------------------
 
-_BINARY_UNSIGNED_AGNOSTIC = {
-    Opcode.ADD: sem.add, Opcode.SUBTRACT: sem.subtract, Opcode.MULTIPLY: sem.multiply,
-    Opcode.AND: sem.bitwise_and, Opcode.OR: sem.bitwise_or, Opcode.XOR: sem.bitwise_xor,
-    Opcode.SHIFT_LEFT: sem.shift_left, Opcode.SHIFT_RIGHT_LOGICAL: sem.shift_right_logical,
-    Opcode.SHIFT_RIGHT_ARITHMETIC: sem.shift_right_arithmetic,
-}
-_BINARY_SIGNED = {
-    Opcode.DIVIDE: sem.divide, Opcode.REMAINDER: sem.remainder,
-    Opcode.MINIMUM: sem.minimum, Opcode.MAXIMUM: sem.maximum,
-}
+# The integer ops the sub-language encodes, each as its definition's bit-vector term
+# (neuron_sim.semantics.elementwise): the first read their operands' signedness, the others
+# only their bits.
+_SIGNED_OPS = (Opcode.DIVIDE, Opcode.REMAINDER, Opcode.MINIMUM, Opcode.MAXIMUM, Opcode.ABS)
+_BIT_OPS = (Opcode.ADD, Opcode.SUBTRACT, Opcode.MULTIPLY, Opcode.AND, Opcode.OR, Opcode.XOR,
+            Opcode.SHIFT_LEFT, Opcode.SHIFT_RIGHT_LOGICAL, Opcode.SHIFT_RIGHT_ARITHMETIC,
+            Opcode.NEGATE, Opcode.NOT)
 # Arithmetic on pred is not HLO (the verifier rejects it); bit operations are.
 _PRED_OPCODES = {Opcode.AND, Opcode.OR, Opcode.XOR, Opcode.NOT, Opcode.MINIMUM, Opcode.MAXIMUM}
 
@@ -316,28 +313,12 @@ def _operands_of_result_type(enc: IndexEncoder, inst: HloInstruction,
     return values
 
 
-@_rule(*_BINARY_UNSIGNED_AGNOSTIC)
-def _binary(enc: IndexEncoder, inst: HloInstruction, path: CallPath) -> SymValue:
-    a, b = _operands_of_result_type(enc, inst, path)
-    return SymValue(_BINARY_UNSIGNED_AGNOSTIC[inst.opcode](a.term, b.term), a.etype)
-
-
-@_rule(*_BINARY_SIGNED)
-def _binary_signed(enc: IndexEncoder, inst: HloInstruction, path: CallPath) -> SymValue:
-    a, b = _operands_of_result_type(enc, inst, path)
-    return SymValue(_BINARY_SIGNED[inst.opcode](a.term, b.term, a.signed), a.etype)
-
-
-@_rule(Opcode.NEGATE, Opcode.NOT, Opcode.ABS)
-def _unary(enc: IndexEncoder, inst: HloInstruction, path: CallPath) -> SymValue:
-    (a,) = _operands_of_result_type(enc, inst, path)
-    if inst.opcode is Opcode.NEGATE:
-        term = sem.negate(a.term)
-    elif inst.opcode is Opcode.NOT:
-        term = sem.bitwise_not(a.term)
-    else:
-        term = sem.absolute(a.term, a.signed)
-    return SymValue(term, a.etype)
+@_rule(*_SIGNED_OPS, *_BIT_OPS)
+def _elementwise(enc: IndexEncoder, inst: HloInstruction, path: CallPath) -> SymValue:
+    values = _operands_of_result_type(enc, inst, path)
+    signed = values[0].signed and inst.opcode in _SIGNED_OPS
+    return SymValue(sem.apply_op(inst.opcode, signed, *(v.term for v in values)),
+                    values[0].etype)
 
 
 @_rule(Opcode.CLAMP)

@@ -66,8 +66,9 @@ def _value(term: Any) -> BitVec:
     return pred_bit(term) if z3.is_bool(term) else term
 
 
-def _op(opcode: Opcode, signed: bool, *operands: BitVec, **params: Any) -> BitVec:
-    """The definition's term of ``opcode``: on one-bit operands (preds) its Bool term."""
+def apply_op(opcode: Opcode, signed: bool, *operands: BitVec, **params: Any) -> BitVec:
+    """The definition's bit-vector term of ``opcode`` (``neuron_sim.semantics.elementwise``) on
+    ``operands`` of the given signedness; on one-bit operands (preds) its Bool term."""
     definition = DEFINITIONS[opcode]
     if operands[0].size() == 1:
         return _value(definition.bool_term(*(pred_truth(o) for o in operands), **params))
@@ -76,82 +77,44 @@ def _op(opcode: Opcode, signed: bool, *operands: BitVec, **params: Any) -> BitVe
 
 # --- arithmetic -------------------------------------------------------------------------------
 
-def add(a: BitVec, b: BitVec) -> BitVec:
-    return _op(Opcode.ADD, False, a, b)
-
-
-def subtract(a: BitVec, b: BitVec) -> BitVec:
-    return _op(Opcode.SUBTRACT, False, a, b)
-
-
-def multiply(a: BitVec, b: BitVec) -> BitVec:
-    return _op(Opcode.MULTIPLY, False, a, b)
-
-
-def negate(a: BitVec) -> BitVec:
-    return _op(Opcode.NEGATE, False, a)
-
-
-def absolute(a: BitVec, signed: bool) -> BitVec:
-    """``abs``: the identity on unsigned types; ``abs(INT_MIN)`` wraps to INT_MIN."""
-    return _op(Opcode.ABS, signed, a)
-
-
 def divide(a: BitVec, b: BitVec, signed: bool) -> BitVec:
     """Truncating division; ``x / 0`` = -1 (all ones), ``INT_MIN / -1`` = INT_MIN."""
-    return _op(Opcode.DIVIDE, signed, a, b)
+    return apply_op(Opcode.DIVIDE, signed, a, b)
 
 
 def remainder(a: BitVec, b: BitVec, signed: bool) -> BitVec:
     """Remainder with the dividend's sign; ``x % 0`` = x, ``INT_MIN % -1`` = 0."""
-    return _op(Opcode.REMAINDER, signed, a, b)
+    return apply_op(Opcode.REMAINDER, signed, a, b)
 
 
 def minimum(a: BitVec, b: BitVec, signed: bool) -> BitVec:
-    return _op(Opcode.MINIMUM, signed, a, b)
+    return apply_op(Opcode.MINIMUM, signed, a, b)
 
 
 def maximum(a: BitVec, b: BitVec, signed: bool) -> BitVec:
-    return _op(Opcode.MAXIMUM, signed, a, b)
+    return apply_op(Opcode.MAXIMUM, signed, a, b)
 
 
 def clamp(lo: BitVec, x: BitVec, hi: BitVec, signed: bool) -> BitVec:
     """``clamp(lo, x, hi)`` = ``min(max(x, lo), hi)`` (so ``hi`` wins when ``lo > hi``)."""
-    return _op(Opcode.CLAMP, signed, lo, x, hi)
+    return apply_op(Opcode.CLAMP, signed, lo, x, hi)
 
 
 # --- bits -------------------------------------------------------------------------------------
 
-def bitwise_and(a: BitVec, b: BitVec) -> BitVec:
-    return _op(Opcode.AND, False, a, b)
-
-
-def bitwise_or(a: BitVec, b: BitVec) -> BitVec:
-    return _op(Opcode.OR, False, a, b)
-
-
-def bitwise_xor(a: BitVec, b: BitVec) -> BitVec:
-    return _op(Opcode.XOR, False, a, b)
-
-
-def bitwise_not(a: BitVec) -> BitVec:
-    """``not``: bitwise complement (logical not on pred, which is one bit)."""
-    return _op(Opcode.NOT, False, a)
-
-
 def shift_left(a: BitVec, amount: BitVec) -> BitVec:
     """``a << amount``; 0 when the (unsigned) amount is >= the width."""
-    return _op(Opcode.SHIFT_LEFT, False, a, amount)
+    return apply_op(Opcode.SHIFT_LEFT, False, a, amount)
 
 
 def shift_right_logical(a: BitVec, amount: BitVec) -> BitVec:
     """Zero-filling right shift; 0 when the amount is >= the width."""
-    return _op(Opcode.SHIFT_RIGHT_LOGICAL, False, a, amount)
+    return apply_op(Opcode.SHIFT_RIGHT_LOGICAL, False, a, amount)
 
 
 def shift_right_arithmetic(a: BitVec, amount: BitVec) -> BitVec:
     """Sign-filling right shift; all sign bits when the amount is >= the width."""
-    return _op(Opcode.SHIFT_RIGHT_ARITHMETIC, False, a, amount)
+    return apply_op(Opcode.SHIFT_RIGHT_ARITHMETIC, False, a, amount)
 
 
 # --- compare, select, convert -----------------------------------------------------------------
@@ -160,7 +123,7 @@ def compare(a: BitVec, b: BitVec, direction: str, signed: bool) -> BitVec:
     """``compare`` of two integers (or preds, false < true) as a pred."""
     if direction not in DIRECTIONS:
         raise ValueError(f"unknown comparison direction {direction!r}")
-    return _op(Opcode.COMPARE, signed, a, b, direction=direction)
+    return apply_op(Opcode.COMPARE, signed, a, b, direction=direction)
 
 
 def select(pred: BitVec, on_true: BitVec, on_false: BitVec) -> BitVec:
