@@ -43,7 +43,7 @@ from neuron_sim.hlo import parse_module
 from neuron_sim.hlo.opcodes import Category, Opcode
 import neuron_sim.interpreter as interpreter
 
-N = 20480
+N = 81920
 rng = np.random.default_rng(24)
 
 def float_inputs(dtype, n):
