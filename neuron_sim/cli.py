@@ -218,6 +218,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler: Callable[[argparse.Namespace], int] = args.handler
         return handler(args)
     except KeyboardInterrupt:
+        # The command is over: a further SIGINT (or one already pending) must not raise again
+        # while this is reported or Python shuts down, which would end the process by the signal
+        # instead of with code 130.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         # An interrupt between a temporary file's creation and the write's own clean-up (or in
         # native code that never unwound through it) must not leave the file behind.
         discard_pending_writes()
