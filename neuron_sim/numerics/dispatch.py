@@ -16,7 +16,8 @@ import subprocess
 import sys
 import textwrap
 
-__all__ = ["NotHonoured", "cpu_features", "dispatch_targets", "settings", "run_under"]
+__all__ = ["NotHonoured", "cpu_features", "dispatch_targets", "require_honoured", "run_under",
+           "settings", "still_on"]
 
 
 class NotHonoured(RuntimeError):
@@ -70,19 +71,27 @@ def settings() -> dict[str, tuple[str, ...]]:
     return out
 
 
+def still_on(disabled: tuple[str, ...] | list[str]) -> tuple[list[str], list[str]]:
+    """Of the ``disabled`` targets (what ``NPY_DISABLE_CPU_FEATURES`` named for this process):
+    those this numpy still has on, and those it does not know. Both empty: honoured."""
+    features = cpu_features()
+    return ([n for n in disabled if features.get(n)],
+            [n for n in disabled if n not in features])
+
+
+def require_honoured(disabled: tuple[str, ...] | list[str]) -> None:
+    """Exit with code 97 and one line on stderr unless every ``disabled`` target is off here
+    (a run under a setting that was not honoured would compare nothing)."""
+    on, unknown = still_on(disabled)
+    if on or unknown:
+        sys.stderr.write(f"NPY_DISABLE_CPU_FEATURES not honoured: still on {on}, "
+                         f"unknown {unknown}\n")
+        sys.exit(97)
+
+
 _PRELUDE = """
-import sys
-try:
-    from numpy._core import _multiarray_umath as _m
-except ImportError:
-    from numpy.core import _multiarray_umath as _m
-_wanted = {wanted!r}
-_feats = dict(_m.__cpu_features__)
-_unknown = [n for n in _wanted if n not in _feats]
-_on = [n for n in _wanted if _feats.get(n)]
-if _unknown or _on:
-    sys.stderr.write("NPY_DISABLE_CPU_FEATURES not honoured: still on %r, unknown %r\\n" % (_on, _unknown))
-    sys.exit(97)
+from neuron_sim.numerics.dispatch import require_honoured
+require_honoured({wanted!r})
 """
 
 

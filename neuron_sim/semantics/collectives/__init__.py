@@ -13,7 +13,3 @@ Import from the submodules. (This package is the core layer: it imports ``neuron
 ``neuron_sim.topology`` and ``neuron_sim.physical_groups`` only; ``neuron_sim.topology`` reads
 the group-mode rows from ``kinds``.)
 """
-
-# ``neuron_sim.hlo`` is initialized first: its checker reads ``kinds`` through
-# ``neuron_sim.topology``, which must not find a half-imported module of this package.
-import neuron_sim.hlo  # noqa: F401

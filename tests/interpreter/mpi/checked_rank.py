@@ -16,14 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from neuron_sim.numerics.dispatch import cpu_features  # noqa: E402
+from neuron_sim.numerics.dispatch import require_honoured  # noqa: E402
 
 wanted = os.environ.get("NPY_DISABLE_CPU_FEATURES", "").split()
-features = cpu_features()
-still_on = [name for name in wanted if features.get(name, True)]
-if still_on:
-    sys.stderr.write(f"NPY_DISABLE_CPU_FEATURES not honoured: {still_on} still on\n")
-    sys.exit(97)
+require_honoured(wanted)
 from mpi4py import MPI  # noqa: E402
 
 print(f"rank {MPI.COMM_WORLD.Get_rank()} disabled: {' '.join(wanted) or '-'}", flush=True)
