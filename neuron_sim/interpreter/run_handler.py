@@ -126,7 +126,8 @@ def _report(args, module: HloModule, topology: Topology, outputs: list[np.ndarra
         print_json(record, indent=1)
         return
     if args.output:
-        print(f"{args.module}: ran on {topology.num_devices} devices (topology {topology}); "
+        print(f"{args.module}: ran on {topology.num_devices} "
+              f"device{'s' * (topology.num_devices != 1)} (topology {topology}); "
               f"wrote {len(outputs)} output{'s' * (len(outputs) != 1)} to {args.output}")
         return
     _print_table(args.module, topology, outputs, leaf_shapes, replicated)
