@@ -98,6 +98,9 @@ class HloPass:
     our_reading: ClassVar[str] = ""
     known_unsafety: ClassVar[str] = ""
     pipelines: ClassVar[Mapping[str, int]] = {}    # named pipeline -> its #NN in it
+    # An option without which the pass stays out of its named pipelines (a debug pass that only
+    # means something when asked, such as the error injector's ``targets``); None: always in.
+    pipeline_only_with: ClassVar[str | None] = None
     hazard: ClassVar[ContextHazard | None] = None  # what it relies on without checking
 
     def __init__(self, *, topology: Topology | None = None, **options: Any) -> None:

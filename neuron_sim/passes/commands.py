@@ -27,9 +27,9 @@ from neuron_sim.outputs import atomic_write_text, check_output_file
 from neuron_sim.passes.base import HloPass, resolve_pass_options
 from neuron_sim.passes.context import PassContext
 from neuron_sim.passes.options import parse_pass_option_args
-from neuron_sim.passes.named_pipelines import PIPELINES, named_pipeline, pipeline_entries
+from neuron_sim.passes.named_pipelines import PIPELINES, left_out, named_pipeline, pipeline_entries
 from neuron_sim.passes.pass_pipeline import PassPipeline
-from neuron_sim.passes.registry import list_passes, parse_pass_list
+from neuron_sim.passes.registry import list_passes, parse_pass_list, pass_class
 
 
 def add_pass_arguments(parser: argparse.ArgumentParser, *, required: bool) -> None:
@@ -60,11 +60,19 @@ def passes_from_args(args: argparse.Namespace) -> tuple[list[HloPass], dict[str,
     ``--pass-option``, checked against what the passes declare (an unknown option or a bad
     value is a user error, exit 2)."""
     check_skip(args)
-    hlo_passes = (named_pipeline(args.pipeline, args.skip) if args.pipeline
-                  else parse_pass_list(args.passes))
     options = parse_pass_option_args(args.pass_option)
+    hlo_passes = (named_pipeline(args.pipeline, args.skip, options) if args.pipeline
+                  else parse_pass_list(args.passes))
     resolve_pass_options(hlo_passes, options)
     return hlo_passes, options
+
+
+def left_out_lines(args: argparse.Namespace) -> list[str]:
+    """What ``--pipeline`` left out for want of an option (``named_pipelines.left_out``): one
+    line each, for the command to report beside its result; none for ``--passes``."""
+    if not getattr(args, "pipeline", None) or args.pipeline not in PIPELINES:
+        return []
+    return left_out(args.pipeline, parse_pass_option_args(args.pass_option), args.skip)
 
 
 def explain_lines(pipeline_passes: list[HloPass], module: HloModule) -> list[str]:
@@ -110,7 +118,7 @@ def _opt(args: argparse.Namespace) -> int:
     if args.json:
         report = {
             "input": args.module, "output": args.output, "module": module.name,
-            "changed": changed,
+            "changed": changed, "left_out": left_out_lines(args),
             "passes": [{"name": p.name, "class": type(p).__name__, "changed": c,
                         "rewrites": list(p.rewrites), "warnings": list(p.warnings)}
                        for p, c in pipeline.results],
@@ -123,7 +131,7 @@ def _opt(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.output:
         sys.stdout.write(text)
-    for line in explanations:
+    for line in explanations + left_out_lines(args):
         print(line, file=sys.stderr)
     for hlo_pass, pass_changed in pipeline.results:
         for line in hlo_pass.warnings:
@@ -144,11 +152,12 @@ def _passes(args: argparse.Namespace) -> int:
         entries = pipeline_entries(args.pipeline)
         if args.json:
             print_json([{"number": number, "key": key, "registered": key in by_key,
+                         "only_with": pass_class(key).pipeline_only_with,
                          **(by_key[key].to_json() if key in by_key else {})}
                         for number, key in entries])
             return EXIT_OK
         header = ("#", "key", "class", "seed status", "contract")
-        rows = [(f"#{number}", key) + ((by_key[key].class_name, by_key[key].seed_status,
+        rows = [(f"#{number}", key + _only_with(key)) + ((by_key[key].class_name, by_key[key].seed_status,
                                         by_key[key].contract) if key in by_key
                                        else ("(not registered)", "", ""))
                 for number, key in entries]
@@ -161,6 +170,12 @@ def _passes(args: argparse.Namespace) -> int:
     rows = [(info.key, info.class_name, info.seed_status, info.contract) for info in infos]
     _print_table(header, rows)
     return EXIT_OK
+
+
+def _only_with(key: str) -> str:
+    """`` (only with targets)`` for a pass that joins named pipelines only with that option."""
+    needed = pass_class(key).pipeline_only_with
+    return f" (only with {needed})" if needed else ""
 
 
 def _print_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:

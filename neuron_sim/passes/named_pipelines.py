@@ -14,17 +14,20 @@ for the default pipeline's order). The seed fixes #21 MetadataNaming, #55 Dynami
 ConstantSliceConvertCanonicalizer, #110 DynamicSliceReshapeCanonicalizer; the other numbers are
 our assignment of the slots the seed's abstract lists per group (IO shaping #14–#16, #54, #59;
 canonicalizers #17, #24, #66; late #20, #22, #52, #70), placed where its prose puts each pass
-(docs/passes.md, "The closer"). InjectNumericalErrors (#22, debug) is in the list; leave it out
-with ``skip`` (``--skip aws_neuron_inject_numerical_errors``) — without ``targets`` it fails.
+(docs/passes.md, "The closer"). InjectNumericalErrors (#22, debug) joins the pipeline only when
+its ``targets`` option is given (``HloPass.pipeline_only_with``): the error injector means
+something only when asked to plant an error, so the default closer runs without it and says so
+(``left_out``); run on its own without targets it still fails with the seed's sentence.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from neuron_sim.errors import UserError
 from neuron_sim.passes.base import HloPass
-from neuron_sim.passes.registry import BUILTIN_PASSES, get_pass
+from neuron_sim.passes.options import option_given
+from neuron_sim.passes.registry import BUILTIN_PASSES, get_pass, pass_class
 
 
 def pipelines_of(classes: Sequence[type[HloPass]]) -> dict[str, tuple[tuple[int, str], ...]]:
@@ -60,6 +63,22 @@ def pipeline_entries(name: str, skip: Iterable[str] = ()) -> list[tuple[int, str
     return [(number, key) for number, key in entries if key not in skipped]
 
 
-def named_pipeline(name: str, skip: Iterable[str] = ()) -> list[HloPass]:
-    """New instances of pipeline ``name``'s passes, in order (``pipeline_entries``)."""
-    return [get_pass(key) for _, key in pipeline_entries(name, skip)]
+def left_out(name: str, given: Mapping[str, str], skip: Iterable[str] = ()) -> list[str]:
+    """The lines saying which passes of pipeline ``name`` stay out because an option they need
+    to join (``pipeline_only_with``) is not among the user's options ``given``."""
+    lines = []
+    for _, key in pipeline_entries(name, skip):
+        cls = pass_class(key)
+        needed = cls.pipeline_only_with
+        if needed and not option_given(given, key, cls.__name__, needed):
+            lines.append(f"{key}: left out of {name}: no {needed} given "
+                         f"(--pass-option {key}.{needed}=... runs it)")
+    return lines
+
+
+def named_pipeline(name: str, skip: Iterable[str] = (),
+                   given: Mapping[str, str] | None = None) -> list[HloPass]:
+    """New instances of pipeline ``name``'s passes, in order (``pipeline_entries``), less those
+    that ``left_out`` names for the user's options ``given``."""
+    absent = {line.split(":", 1)[0] for line in left_out(name, given or {}, skip)}
+    return [get_pass(key) for _, key in pipeline_entries(name, skip) if key not in absent]

@@ -61,6 +61,13 @@ def split_option_name(name: str) -> tuple[str | None, str]:
     return (key, option) if dot else (None, name)
 
 
+def option_given(given: Mapping[str, str], key: str, class_name: str, option: str) -> bool:
+    """Whether the user's options ``given`` set ``option`` of the pass with registry ``key`` and
+    class ``class_name`` (as ``NAME``, ``key.NAME`` or ``ClassName.NAME``), to a non-empty value."""
+    return any(given.get(name, "").strip() for name in (option, f"{key}.{option}",
+                                                         f"{class_name}.{option}"))
+
+
 def parse_pass_option_args(values: Sequence[str]) -> dict[str, str]:
     """The ``--pass-option`` values (``NAME=VALUE`` or ``PASSKEY.NAME=VALUE``) as a mapping;
     a later value for the same name wins. Raises UnknownPassOptionError if one is malformed."""

@@ -28,7 +28,8 @@ from neuron_sim.commands import (UsageError, add_command, add_json_argument,
 from neuron_sim.hlo.ir import HloModule
 from neuron_sim.io import fit_arguments, read_inputs
 from neuron_sim.outputs import check_output_directory
-from neuron_sim.passes.commands import add_pass_arguments, check_skip, passes_from_args
+from neuron_sim.passes.commands import (add_pass_arguments, check_skip, left_out_lines,
+                                        passes_from_args)
 from neuron_sim.topology import Topology
 from neuron_sim.verify.execution import DEFAULT_TIMEOUT, Runner, default_runner
 from neuron_sim.verify.inputs import DEFAULT_TRIALS
@@ -84,11 +85,14 @@ def _verify(args: argparse.Namespace) -> int:
         data["summary"] = summary_line([result])
         if rewriting:
             data["breaking_pass"] = result.breaking_pass
+            data["left_out"] = left_out_lines(args)
         if files:
             data["files"] = files
         print_json(data)
     else:
         print(format_result(result))
+        for line in left_out_lines(args) if rewriting else []:
+            print(f"note: {line}")
         if files:
             print(f"wrote {', '.join(Path(p).name for p in files.values())} to {args.out}")
             print(f"reproduce: sh {files['reproduce']}")

@@ -53,7 +53,7 @@ def corpus_case(name: str) -> tuple:
 
 
 def closer(skip_inject: bool = True) -> list:
-    return named_pipeline("neuron-closer", [INJECT] if skip_inject else [])
+    return named_pipeline("neuron-closer", [INJECT] if skip_inject else [], CONTROL)
 
 
 def test_the_sample_is_runnable_and_covers_the_idioms():

@@ -66,14 +66,28 @@ def test_opt_runs_the_closer_in_order_without_the_skipped_pass(capsys):
     assert " conditional(" not in report["text"]
 
 
-def test_opt_passes_pipeline_options_and_the_closer_without_targets_fails(capsys):
-    code, _, err = run(["opt", COND, "--pipeline", "neuron-closer"], capsys)
-    assert code == 2
-    assert err.count("\n") == 1 and "No targets specified." in err and "Traceback" not in err
+def test_the_closer_without_targets_leaves_the_injector_out_and_says_so(capsys):
+    """Issue 28, point 6: the default closer must not fail on the debug injector nobody asked
+    for; it is left out, the output names it, and giving targets brings it back."""
+    code, out, err = run(["opt", COND, "--pipeline", "neuron-closer", "--json"], capsys)
+    assert code == 0, err
+    report = json.loads(out)
+    assert [p["name"] for p in report["passes"]] == [k for k in CLOSER_KEYS if k != INJECT]
+    assert len(report["left_out"]) == 1 and report["left_out"][0].startswith(f"{INJECT}: ")
+    code, out, err = run(["opt", COND, "--pipeline", "neuron-closer"], capsys)
+    assert code == 0 and f"{INJECT}: left out of neuron-closer: no targets given" in err
     code, out, err = run(["opt", COND, "--pipeline", "neuron-closer", "--pass-option",
                           f"{INJECT}.targets=root", "--json"], capsys)
     assert code == 0, err
     assert next(p for p in json.loads(out)["passes"] if p["name"] == INJECT)["changed"]
+    assert json.loads(out)["left_out"] == []
+
+
+def test_the_injector_asked_for_by_name_without_targets_still_fails(capsys):
+    """Outside a named pipeline the seed's one sentence stands."""
+    code, _, err = run(["opt", COND, "--passes", INJECT], capsys)
+    assert code == 2
+    assert err.count("\n") == 1 and "No targets specified." in err and "Traceback" not in err
 
 
 def test_verify_the_closer_is_correct_on_a_collective_module(capsys):

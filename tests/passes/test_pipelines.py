@@ -54,3 +54,21 @@ def test_two_passes_in_one_slot_is_an_error_naming_both():
     with pytest.raises(ValueError, match="passes first and second both take #5 of pipeline p"):
         pipelines_of([_toy("first", {"p": 5}), _toy("second", {"p": 5})])
 
+
+
+def test_a_pass_that_needs_an_option_joins_the_pipeline_only_when_it_is_given():
+    """InjectNumericalErrors declares ``pipeline_only_with = "targets"``: absent from the closer
+    without targets (and named by ``left_out``), present when targets are given under any of
+    the three spellings of an option (NAME, key.NAME, ClassName.NAME); an empty value is not
+    given."""
+    from neuron_sim.passes.named_pipelines import left_out, named_pipeline
+
+    inject = "aws_neuron_inject_numerical_errors"
+    assert inject not in [p.name for p in named_pipeline("neuron-closer")]
+    assert [line.split(":")[0] for line in left_out("neuron-closer", {})] == [inject]
+    assert left_out("neuron-closer", {}, skip=[inject]) == []
+    for given in ({"targets": "root"}, {f"{inject}.targets": "add"},
+                  {"InjectNumericalErrors.targets": "root"}):
+        assert inject in [p.name for p in named_pipeline("neuron-closer", (), given)]
+        assert left_out("neuron-closer", given) == []
+    assert inject not in [p.name for p in named_pipeline("neuron-closer", (), {"targets": " "})]

@@ -5,7 +5,9 @@ Seed: hlo-misc-cleanup-sweep.txt, §4 ("InjectNumericalErrors target-source flag
 'No targets specified.' located)"). The seed gives the name and that one error; seed status
 "inferred". Option ``targets``: a comma-separated list of entry instruction names (``%`` may be
 written), opcode spellings (every entry instruction with that opcode), or ``root`` (the entry's
-result, leaf by leaf). An empty list fails with the seed's sentence, "No targets specified.".
+result, leaf by leaf). An empty list fails with the seed's sentence, "No targets specified.";
+in a named pipeline the pass is present only when ``targets`` is given, so the default closer
+does not fail on a debug pass nobody asked for.
 
 Our reading: each target's value x (an array of floats, integers or pred) is replaced by one
 that differs from it in **every** element, whatever x is — ``select(x == 1, 2, 1)`` for numbers
@@ -92,6 +94,7 @@ class InjectNumericalErrors(HloPass):
     options = (PassOption("targets", target_list, (), "comma-separated entry instruction "
                           "names, opcode spellings, or root (the entry's result)"),)
     pipelines = {"neuron-closer": 22}
+    pipeline_only_with = "targets"    # a debug pass: in a named pipeline only when asked
     seed_says = "only \"No targets specified.\" (§4)"
     our_reading = ("each target (name, opcode, `root`) replaced by a value differing in every "
                    "element; the verifier's positive control")

@@ -21,7 +21,7 @@ from neuron_sim.hlo.ir import HloModule
 from neuron_sim.topology import Topology
 from neuron_sim.passes.base import HloPass, resolve_pass_options
 from neuron_sim.passes.options import parse_pass_option_args
-from neuron_sim.passes.named_pipelines import PIPELINES, named_pipeline
+from neuron_sim.passes.named_pipelines import PIPELINES, left_out, named_pipeline
 from neuron_sim.passes.registry import get_pass, parse_pass_list
 from neuron_sim.verify.schedule.hazards import Site, context_dependent_keys
 from neuron_sim.verify.schedule.runner import (CONFIRM_TRIALS, ScheduleReport, check_schedule,
@@ -30,11 +30,13 @@ from neuron_sim.verify.schedule.runner import (CONFIRM_TRIALS, ScheduleReport, c
 SUGGESTED_PASS = "aws_neuron_delete_permute"
 
 
-def pipeline_passes(text: str, skip: list[str] | None = None) -> list[HloPass]:
+def pipeline_passes(text: str, skip: list[str] | None = None,
+                    options: dict[str, str] | None = None) -> list[HloPass]:
     """``--pipeline``: a comma-separated list of pass keys, or the name of a named pipeline
-    (``neuron_sim.passes.named_pipelines``) with its ``--skip`` keys left out."""
+    (``neuron_sim.passes.named_pipelines``) with its ``--skip`` keys left out, and the passes
+    that need an option not among ``options`` (``named_pipelines.left_out``)."""
     if text in PIPELINES:
-        return named_pipeline(text, skip or [])
+        return named_pipeline(text, skip or [], options or {})
     if skip:
         raise UsageError("--skip needs a named --pipeline (" + ", ".join(PIPELINES) + ")")
     return parse_pass_list(text)
@@ -72,9 +74,10 @@ def _check_schedule(args: argparse.Namespace) -> int:
     if args.trials < 1:
         raise UsageError(f"--trials must be at least 1, not {args.trials}")
     module = load_module(args.module)
-    passes = pipeline_passes(args.pipeline, args.skip)
     options = parse_pass_option_args(args.pass_option)
+    passes = pipeline_passes(args.pipeline, args.skip, options)
     resolve_pass_options(passes, options)
+    absent = left_out(args.pipeline, options, args.skip) if args.pipeline in PIPELINES else []
     topologies = topologies_from_args(args, module)
     for topology in topologies:
         _checked(module, topology, args.module)
@@ -97,6 +100,7 @@ def _check_schedule(args: argparse.Namespace) -> int:
             "safe": sum(r.safe for r in reports),
             "topologies": [str(r.topology) for r in reports],
             "pipeline": reports[0].pipeline if reports else [],
+            "left_out": absent,
             "suggest": [{"pass": s.pass_key, "topology": str(s.topology), "valid": s.valid,
                          "safe_positions": s.safe_positions, "text": s.describe()}
                         for s in suggestions],
@@ -106,6 +110,8 @@ def _check_schedule(args: argparse.Namespace) -> int:
             for site in report.unsafe:
                 print(site_line(site, report.topology))
         print(schedule_summary_line(reports))
+        for line in absent:
+            print(f"note: {line}")
         for suggestion in suggestions:
             print("suggest: " + suggestion.describe())
     return EXIT_PROBLEM if any(r.unsafe for r in reports) else EXIT_OK
