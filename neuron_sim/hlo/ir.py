@@ -50,6 +50,9 @@ class HloInstruction:
         self.parameter_number = parameter_number
         self.users: dict[HloInstruction, None] = {}
         self.parent: HloComputation | None = None
+        # Read from a tuple-element operand ``%p#0`` (a get-tuple-element the text wrote inside
+        # its user's operand list): printed back in that form while it still is one.
+        self.written_as_operand = False
         for operand in operands:
             self.append_operand(operand)
         for key, value in (attrs or {}).items():
@@ -155,6 +158,22 @@ class HloInstruction:
         return self.parent is not None and self.parent.root is self
 
     # -- text --------------------------------------------------------------------------------
+    @property
+    def prints_as_operand(self) -> bool:
+        """True when this get-tuple-element was written ``%p#0`` in its users' operand lists and
+        still fits that form (one operand, no attribute but the index, not the root): it then
+        has no line of its own and each user prints it as ``%p#0``."""
+        return (self.written_as_operand and self.opcode is Opcode.GET_TUPLE_ELEMENT
+                and len(self.operands) == 1 and tuple(self.attrs) == ("index",)
+                and not self.is_root)
+
+    def operand_reference(self, sigil: str = "%") -> str:
+        """How a user's operand list names this instruction: ``%name``, or ``%p#0`` (nested
+        ``%p#1#0``) for a tuple element written that way."""
+        if self.prints_as_operand:
+            return f"{self.operands[0].operand_reference(sigil)}#{self.attrs['index']}"
+        return sigil + self.name
+
     def to_text(self, *, percent: bool = True, operand_shapes: bool = False,
                 index_comments: bool = True, omit: Iterable[str] = ()) -> str:
         """The instruction line as XLA prints it (without indentation or ROOT); attributes named
@@ -167,7 +186,7 @@ class HloInstruction:
         else:
             inside = ", ".join(
                 (f"/*index={i}*/" if index_comments and i and i % 5 == 0 else "")
-                + (f"{op.shape} " if operand_shapes else "") + sigil + op.name
+                + (f"{op.shape} " if operand_shapes else "") + op.operand_reference(sigil)
                 for i, op in enumerate(self.operands))
         spelling, attrs = self.opcode.spelling, self.attrs
         wrapped = self.async_wrapped_computation()
@@ -355,6 +374,8 @@ class HloComputation:
             head += f" ({params}) -> {self.root.shape.without_layout()}"
         lines = [head + " {"]
         for inst in self.instructions:
+            if inst.prints_as_operand:
+                continue
             prefix = "ROOT " if inst is self.root else ""
             lines.append("  " + prefix + inst.to_text(percent=percent,
                                                       operand_shapes=operand_shapes,
@@ -544,6 +565,7 @@ class HloModule:
                     inst.name, inst.opcode, inst.shape, [inst_map[o] for o in inst.operands],
                     literal=inst.literal, parameter_number=inst.parameter_number)
                 new.attrs = {k: remap(k, v) for k, v in inst.attrs.items()}
+                new.written_as_operand = inst.written_as_operand
                 new.parent = new_comp
                 new_comp.instructions.append(new)
                 inst_map[inst] = new

@@ -384,12 +384,18 @@ class _Parser:
         pendings: list[_PendingInstruction] = []
         root: HloInstruction | None = None
         self.anon_names: set[str] = set()
+        self.tuple_elements: dict[tuple[Any, int], _PendingInstruction] = {}
         while not c.accept("}"):
             if c.at_end():
                 raise c.error(f"computation {name} is not closed with '}}'", start)
             parsed, is_root = self.parse_instruction()
             for pending in parsed:
                 inst = pending.inst
+                if inst.written_as_operand:  # named below, once every name is known
+                    inst.parent = comp
+                    comp.instructions.append(inst)
+                    pendings.append(pending)
+                    continue
                 if inst.name in by_name:
                     raise c.error(f"instruction %{inst.name} is defined twice in {name}",
                                   pending.pos)
@@ -404,6 +410,7 @@ class _Parser:
         if not comp.instructions:
             raise c.error(f"computation {name} has no instructions", start)
         comp.root = root if root is not None else comp.instructions[-1]
+        self.name_tuple_elements(by_name)
         comp.trailing = self.parse_computation_attributes()
         for pending in pendings:
             for ref, pos, _ in pending.operand_refs:
@@ -416,6 +423,22 @@ class _Parser:
                    if pending.wrapped_opcode is not None]
         self.pending.extend(pendings)
         return comp, start, [w for w in wrapped if w is not None]
+
+    def forget_tuple_elements(self, dropped: list[_PendingInstruction]) -> None:
+        """Undo the tuple-element operands read on a path the operand parser abandoned."""
+        for key, pending in list(self.tuple_elements.items()) if dropped else ():
+            if any(pending is d for d in dropped):
+                del self.tuple_elements[key]
+
+    def name_tuple_elements(self, by_name: dict[str, HloInstruction]) -> None:
+        """Name each get-tuple-element read from a ``%p#i`` operand ``p.i`` (made unique among
+        the computation's names), in the order they were read."""
+        taken = set(by_name)
+        for pending in self.tuple_elements.values():
+            ref = pending.operand_refs[0][0]
+            base = ref if isinstance(ref, str) else ref.name
+            pending.inst.name = unique_name(f"{base}.{pending.inst.attrs['index']}", taken)
+            taken.add(pending.inst.name)
 
     # computation_attributes ::= (',' name '=' value)*
     def parse_computation_attributes(self) -> str:
@@ -564,15 +587,18 @@ class _Parser:
         instruction without attributes."""
         c = self.c
         c.skip()
-        start, depth = c.pos, self.depth
+        start, depth, read = c.pos, self.depth, len(parsed)
         try:
             shape = self.parse_shape() if self.can_be_shape() else None
             name, pos, percent = c.name("an operand name")
+            ref: OperandRef = name
+            while c.accept("#"):
+                ref = self.tuple_element_operand(ref, pos, parsed)
             if c.accept(",") or c.accept(")"):
                 c.pos -= 1
                 self.saw_percent |= percent
                 self.saw_operand_shapes |= shape is not None
-                return name, pos, shape
+                return ref, pos, shape
             operand_error = c.error(f"expected ',' or ')' after operand %{name}, found "
                                     f"'{c.found()}'")
         except _NestingTooDeep:
@@ -580,6 +606,8 @@ class _Parser:
         except HloParseError as exc:
             operand_error = exc
         c.pos, self.depth = start, depth
+        self.forget_tuple_elements(parsed[read:])
+        del parsed[read:]
         try:
             nested = self.parse_instruction_rhs("", start, parsed, allow_attributes=False)
         except _NestingTooDeep:
@@ -590,6 +618,34 @@ class _Parser:
                 raise operand_error from None
             raise
         return nested, start, None
+
+    # tuple_element ::= operand_name ('#' int)+        (``%param#0``, ``%while#1#0``)
+    def tuple_element_operand(self, ref: OperandRef, pos: int,
+                              parsed: list[_PendingInstruction]) -> HloInstruction:
+        """The element ``#i`` of the tuple ``ref`` names, as XLA's pass dumps write an operand
+        since JAX 0.12: a get-tuple-element of ``ref``, flagged ``written_as_operand`` so the
+        printer writes it back in this form. One per (tuple, index) in a computation; it takes
+        its place before its first user and its name once the computation is read."""
+        c = self.c
+        c.skip()
+        index_pos = c.pos
+        m = re.compile(r"\d+").match(c.text, c.pos)
+        if not m:
+            raise c.error(f"expected a tuple index after '#', found '{c.found()}'")
+        c.pos = m.end()
+        index = int(m.group(0))
+        if index > _INT64_MAX:
+            raise c.error(f"tuple index {index} is out of the int64 range", index_pos)
+        key = (ref if isinstance(ref, str) else id(ref), index)
+        known = self.tuple_elements.get(key)
+        if known is not None:
+            return known.inst
+        inst = HloInstruction("", Opcode.GET_TUPLE_ELEMENT, None, attrs={"index": index})
+        inst.written_as_operand = True
+        pending = _PendingInstruction(inst, pos, operand_refs=[(ref, pos, None)])
+        self.tuple_elements[key] = pending
+        parsed.append(pending)
+        return inst
 
     # attribute ::= name '=' value
     def parse_attributes(self, pending: _PendingInstruction) -> None:
@@ -765,6 +821,10 @@ class _Parser:
                 try:
                     inferred = infer_shape(inst, topology)
                 except HloCheckError as exc:
+                    if inst.written_as_operand:
+                        sigil = "%" if self.saw_percent else ""
+                        raise self.c.error(f"operand {inst.operand_reference(sigil)}: "
+                                           f"{exc.reason}", pos) from None
                     raise self.c.error(f"cannot infer the shape of %{inst.name} "
                                        f"({inst.opcode.spelling}): {exc.reason}", pos) from None
                 inst.shape = inferred.with_default_layout()
