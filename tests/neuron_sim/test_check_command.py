@@ -4,6 +4,7 @@ exit 0 / 1 / 2, the same per file in JSON, and the topology a header leaves out.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from neuron_sim.cli import main
 
@@ -143,3 +144,31 @@ def test_groups_of_a_topology_too_large_to_list_are_not_listed(tmp_path, capsys)
     assert main(["check", str(path), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["collectives"][0]["participant_groups"] is None
+
+
+A2A_EMPTY_GROUPS = """HloModule SyncTensorsGraph.10
+
+ENTRY main {
+  p0 = f32[2] parameter(0)
+  p1 = f32[2] parameter(1)
+  p2 = f32[2] parameter(2)
+  p3 = f32[2] parameter(3)
+  ROOT a2a = (f32[2], f32[2], f32[2], f32[2]) all-to-all(p0, p1, p2, p3), replica_groups={}%s
+}
+"""
+
+
+def test_a_tuple_all_to_all_with_empty_groups_fixes_the_group_size(tmp_path, capsys):
+    """torch_xla writes a tuple all-to-all with ``replica_groups={}`` and one operand per device
+    (XLA's verifier: the operand count must equal the group size; ``{}`` is every replica, or
+    with a channel id every partition). So 4 operands need 4 replicas — 4 partitions with
+    channel_id — and a directory of such graphs checks without topology options."""
+    (tmp_path / "a.hlo").write_text(A2A_EMPTY_GROUPS % "")
+    (tmp_path / "b.hlo").write_text(A2A_EMPTY_GROUPS % ", channel_id=1")
+    assert main(["check", str(tmp_path), "--json"]) == 0
+    files = {Path(f["file"]).name: f for f in json.loads(capsys.readouterr().out)["files"]}
+    assert (files["a.hlo"]["replica_count"], files["a.hlo"]["num_partitions"]) == (4, 1)
+    assert (files["b.hlo"]["replica_count"], files["b.hlo"]["num_partitions"]) == (1, 4)
+    # Given counts still rule: 2 replicas cannot hold a 4-operand exchange.
+    assert main(["check", str(tmp_path / "a.hlo"), "--replicas", "2"]) == 1
+    assert "4 operands but the replica group size is 2" in capsys.readouterr().out

@@ -4,7 +4,9 @@ replica_count / num_partitions (XLA's tests set them in the module config, not i
 Each collective constrains the counts through its group mode (docs/semantics.md §2): groups naming
 ids 0..k-1 fix the replica count (CrossReplica, CrossReplicaAndPartition), the partition count
 (CrossPartition) or their product (FlattenedID); source-target pairs bound the count of their
-mode from below. ``{}`` groups fit any count and constrain nothing.
+mode from below. ``{}`` groups (every device of the mode in one group) fit any count, except
+where the instruction fixes its group's size: a tuple all-to-all exchanges one operand with each
+member, so N operands need groups of N (torch_xla writes 8-operand all-to-alls with ``{}``).
 """
 
 from __future__ import annotations
@@ -12,9 +14,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from neuron_sim.errors import UserError
-from neuron_sim.hlo.ir import HloModule
+from neuron_sim.hlo.ir import HloInstruction, HloModule
+from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.physical_groups import groups_are_physical
 from neuron_sim.topology import GroupMode, Topology, group_mode
+
+
+def _fixed_group_size(inst: HloInstruction) -> int:
+    """The group size the instruction itself requires (a tuple all-to-all: its operand count),
+    or 0 when its operands fit any group size."""
+    if inst.opcode is Opcode.ALL_TO_ALL and inst.shape.is_tuple:
+        return len(inst.operands)
+    return 0
 
 
 @dataclass
@@ -44,6 +55,11 @@ def _collect(module: HloModule) -> _Constraints:
                 found.min_partitions = max(found.min_partitions, bound)
             else:
                 found.min_replicas = max(found.min_replicas, bound)
+        if groups is not None and groups.is_empty and _fixed_group_size(inst) > 1:
+            {GroupMode.CROSS_REPLICA: found.replicas,
+             GroupMode.CROSS_REPLICA_AND_PARTITION: found.devices,
+             GroupMode.CROSS_PARTITION: found.partitions,
+             GroupMode.FLATTENED_ID: found.devices}[mode].add(_fixed_group_size(inst))
         if groups is not None and not groups.is_empty:
             ids = [i for g in groups.groups for i in g]
             if not ids:
