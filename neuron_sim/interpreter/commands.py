@@ -1,7 +1,7 @@
 """``neuron-sim run``: execute a module on every simulated device.
 
     neuron-sim run MODULE.hlo [--replicas R] [--partitions P] [--device-assignment '{{..}}']
-                   [--inputs IN.npz | --seed S] [-o OUT.npz] [--backend local|mpi] [--json]
+                   [--inputs IN.npz | --seed S] [-o OUT.npz] [--backend local|mpi|xla] [--json]
 
 Inputs come from an npz file (``arg{i}`` per entry parameter, ``[D, *shape]`` or ``shape``) or
 are drawn from ``--seed`` (distinct per device). The outputs go to ``-o OUT.npz`` (``out{j}``
@@ -43,9 +43,11 @@ def add_run_command(subparsers: argparse._SubParsersAction) -> None:
                       help="write out{j} = result leaf j, shaped [D, *shape] (atomically)")
     add_json_argument(data)
     backend = parser.add_argument_group("backend")
-    backend.add_argument("--backend", choices=("local", "mpi"), default="local",
+    backend.add_argument("--backend", choices=("local", "mpi", "xla"), default="local",
                          help="local: every device in this process (default); mpi: one process "
-                              "per block of devices, under mpiexec (docs/mpi.md)")
+                              "per block of devices, under mpiexec (docs/mpi.md); xla: compiled "
+                              "and run by XLA:CPU on as many host devices (needs jaxlib: the "
+                              "xla extra; docs/run.md)")
     backend.add_argument("--mpi-mode", choices=("exact", "native"), default="exact",
                          help="mpi only: exact = bit-identical to local (default); native = "
                               "MPI's own reductions")

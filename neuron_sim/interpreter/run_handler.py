@@ -46,6 +46,8 @@ def handle_run(args: argparse.Namespace) -> int:
         raise UsageError("--output-per-rank needs --backend mpi and -o OUT.npz")
     if args.backend == "mpi":
         return _run_mpi(args, module, topology, inputs)
+    if args.backend == "xla":
+        return _run_xla(args, module, topology, inputs)
     from neuron_sim.interpreter import (CollectiveMismatchError, ExecutionTimeout, InputError,
                              InterpreterError, execute)
 
@@ -74,6 +76,43 @@ def handle_run(args: argparse.Namespace) -> int:
 def _is_replicated(value) -> bool:
     from neuron_sim.interpreter.values import PerDevice
     return not isinstance(value, PerDevice)
+
+
+XLA_NEEDS_JAXLIB = "--backend xla needs jaxlib: pip install 'neuron-sim[xla]'"
+
+
+def _run_xla(args: argparse.Namespace, module: HloModule, topology: Topology, inputs) -> int:
+    """The module compiled and run by XLA:CPU (``neuron_sim.xla_cpu``, a worker process with
+    the topology's device count): the same inputs (given or drawn as the local backend draws
+    them) and the same reports."""
+    from neuron_sim.xla_cpu import XlaCpu, XlaRefused, XlaUnavailable, jaxlib_installed
+    from neuron_sim.xla_cpu.client import per_device_arguments
+
+    if not jaxlib_installed():
+        raise UsageError(XLA_NEEDS_JAXLIB)
+    if inputs is None:
+        from neuron_sim.interpreter.arguments import draw_inputs
+        inputs = draw_inputs(module, topology, args.seed or 0)
+    from neuron_sim.io import ArgumentError
+    try:
+        arguments = per_device_arguments(module, inputs, topology.num_devices)
+    except ArgumentError as error:
+        raise UsageError(f"{args.inputs}: {error}" if args.inputs else str(error)) from None
+    except XlaRefused as error:
+        raise UsageError(f"{args.module}: {error}") from None
+    seconds = args.timeout if math.isfinite(args.timeout) else None
+    xla = XlaCpu(topology.num_devices, run_seconds=seconds)
+    try:
+        outputs = xla.run(module, arguments, topology)
+    except XlaUnavailable:
+        raise UsageError(XLA_NEEDS_JAXLIB) from None
+    except XlaRefused as error:
+        raise UsageError(f"{args.module}: XLA:CPU refused the module: {error}") from None
+    finally:
+        xla.close()
+    _report(args, module, topology, outputs, [False] * len(outputs),
+            {"backend": "xla", "jaxlib": xla.info.get("jaxlib")})
+    return EXIT_OK
 
 
 def _run_mpi(args: argparse.Namespace, module: HloModule, topology: Topology, inputs) -> int:
