@@ -1,6 +1,7 @@
-"""Shape rules of linear algebra: dot, ragged-dot, convolution, cholesky, triangular-solve, fft and
-the batch norms. The declared result element type is the preferred element type, narrower or
-wider than the inputs (XLA's shape_inference_test DotWithNarrowerPreferredElementType).
+"""Shape rules of linear algebra: dot, ragged-dot, convolution, cholesky, triangular-solve and
+fft (the batch norms have their own module, ``batch_norm.py``). The declared result element type
+is the preferred element type, narrower or wider than the inputs (XLA's shape_inference_test
+DotWithNarrowerPreferredElementType).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from neuron_sim.hlo.checks.helpers import (COMPLEX_COMPONENT, COMPLEX_OF, array_
                                            check_dim_list, join, window_output_dims)
 from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.hlo.opcodes import Opcode
-from neuron_sim.hlo.shapes import ArrayShape, Shape, TupleShape
+from neuron_sim.hlo.shapes import ArrayShape, Shape
 
 RULES = RuleTable("linalg")
 
@@ -234,31 +235,3 @@ def _fft(ctx: Context) -> Shape:
         return array_shape(COMPLEX_COMPONENT[x.element_type], x.dims[:-1] + (length[-1],))
     raise Invalid(f"unknown fft_type {kind}")
 
-
-def _feature_shape(ctx: Context, x: ArrayShape) -> ArrayShape:
-    index = ctx.int_attr("feature_index")
-    if not 0 <= index < x.rank or not x.element_type.is_float:
-        raise Invalid(f"feature_index {index} must name a dimension of the float operand "
-                      f"{fmt(x)}")
-    return array_shape(x.element_type, (x.dims[index],))
-
-
-@RULES.rule(Opcode.BATCH_NORM_TRAINING)
-def _batch_norm_training(ctx: Context) -> Shape:
-    x = ctx.array(0)
-    feature = _feature_shape(ctx, x)
-    return TupleShape((array_shape(x.element_type, x.dims), feature, feature))
-
-
-@RULES.rule(Opcode.BATCH_NORM_INFERENCE)
-def _batch_norm_inference(ctx: Context) -> Shape:
-    x = ctx.array(0)
-    _feature_shape(ctx, x)
-    return array_shape(x.element_type, x.dims)
-
-
-@RULES.rule(Opcode.BATCH_NORM_GRAD)
-def _batch_norm_grad(ctx: Context) -> Shape:
-    x = ctx.array(0)
-    feature = _feature_shape(ctx, x)
-    return TupleShape((array_shape(x.element_type, x.dims), feature, feature))
