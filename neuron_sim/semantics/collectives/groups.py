@@ -18,7 +18,7 @@ from neuron_sim.semantics.collectives.kinds import descriptor_of
 from neuron_sim.topology import GroupMode, Topology, group_mode, permute_pairs_flattened
 
 __all__ = ["collective_descriptor", "flattened_pairs", "instruction_group_mode",
-           "rendezvous_groups"]
+           "pair_components", "rendezvous_groups"]
 
 Groups = tuple[tuple[int, ...], ...]
 
@@ -56,11 +56,13 @@ def rendezvous_groups(inst: Any, topology: Topology) -> Groups:
     its pairs (a device in no pair takes no part and receives zeros wherever it is)."""
     descriptor = collective_descriptor(inst)
     if descriptor.group_reading is GroupReading.SOURCE_TARGET_PAIRS:
-        return _components(flattened_pairs(inst, topology))
+        return pair_components(flattened_pairs(inst, topology))
     return flattened_replica_groups(inst, instruction_group_mode(inst), topology)
 
 
-def _components(pairs: Sequence[tuple[int, int]]) -> Groups:
+def pair_components(pairs: Sequence[tuple[int, int]]) -> Groups:
+    """The connected components of the devices that (source, target) pairs connect, each
+    sorted: the groups whose members must all reach a permute or send/recv exchange."""
     parent: dict[int, int] = {}
 
     def root(d: int) -> int:
