@@ -1,0 +1,170 @@
+"""What "the same IR" means for a module read from text and one read from protobuf.
+
+The protobuf form has no attribute order, no spelling and no text style, so two modules are
+the same when their computations hold the same instructions (by name: opcode, shape, operands,
+attributes, constant values, parameter numbers, root) — attributes compared as values, the
+ones kept as text compared through their protobuf message (so ``{op_name="a"}`` and
+``{ op_name="a" }`` are the same), a shape written without a layout compared as XLA reads it
+(the default layout). ``module_key`` is that comparison as a value.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from neuron_sim.hlo.attributes import COMPUTATION_ATTRIBUTES, Raw
+from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
+from neuron_sim.hlo.proto import text_forms as tf
+from neuron_sim.hlo.proto.schema import new
+from neuron_sim.hlo.shapes import map_leaves
+
+# Raw attributes compared through their message: name -> (message, parse).
+_RAW_FORMS = {
+    "metadata": ("OpMetadata", tf.parse_metadata),
+    "sharding": ("OpSharding", tf.parse_sharding),
+    "frontend_attributes": ("FrontendAttributes", tf.parse_frontend_attributes),
+    "input_output_alias": ("HloInputOutputAliasProto", tf.parse_input_output_alias),
+    "buffer_donor": ("HloBufferDonorProto", tf.parse_buffer_donor),
+}
+
+# Header values a plain HloModuleProto carries (the rest are the config's).
+PROTO_HEADER_KEYS = frozenset({"is_scheduled", "input_output_alias", "buffer_donor",
+                               "frontend_attributes"})
+
+
+def _frames(sections: str) -> Any:
+    """stack_frame_id -> the frame chain it names, as (file, function, line, end line,
+    column, end column) tuples innermost first: the numbering is the writer's choice (XLA's
+    parser renumbers the frames it reads), the frames are not."""
+    message = new("StackFrameIndexProto")
+    try:
+        tf.parse_sections(sections, message)
+    except tf.ProtoFormError:
+        return None
+
+    def name(names: Any, i: int) -> str:
+        return names[i - 1] if 0 < i <= len(names) else f"#{i}"
+
+    def chain(frame_id: int) -> tuple:
+        out = []
+        seen = set()
+        while 0 < frame_id <= len(message.stack_frames) and frame_id not in seen:
+            seen.add(frame_id)
+            frame = message.stack_frames[frame_id - 1]
+            loc_id = frame.file_location_id
+            if 0 < loc_id <= len(message.file_locations):
+                loc = message.file_locations[loc_id - 1]
+                out.append((name(message.file_names, loc.file_name_id),
+                            name(message.function_names, loc.function_name_id), loc.line,
+                            loc.end_line, loc.column, loc.end_column))
+            frame_id = frame.parent_frame_id
+        return tuple(out)
+
+    return chain
+
+
+def _raw_key(name: str, text: str, frames: Any = None) -> Any:
+    form = _RAW_FORMS.get(name)
+    if form is None:
+        if name == "control-predecessors":
+            return tuple(sorted(tf.parse_names(text)))
+        return "".join(text.split())
+    message = new(form[0])
+    try:
+        form[1](text, message)
+    except tf.ProtoFormError:
+        return "".join(text.split())
+    if name == "metadata" and frames is not None and message.stack_frame_id:
+        chain = frames(message.stack_frame_id)
+        message.stack_frame_id = 0
+        return (message.SerializeToString(deterministic=True), chain)
+    return message.SerializeToString(deterministic=True)
+
+
+def _shape_key(shape: Any) -> str:
+    return str(map_leaves(shape, lambda leaf: leaf if leaf.layout is not None
+                          else leaf.with_default_layout()))
+
+
+def _value_key(name: str, value: Any, frames: Any) -> Any:
+    if name in COMPUTATION_ATTRIBUTES:
+        return tuple(c.name for c in value) if isinstance(value, tuple) else value.name
+    if isinstance(value, Raw):
+        return _raw_key(name, value.text, frames)
+    if name == "replica_groups" and value.is_mesh:
+        # The device order is a value: XLA's MeshProto lists it, the text may write it as iota.
+        mesh = value.mesh
+        return ("mesh", mesh.axis_names, mesh.axis_sizes,
+                tuple((r.axis, r.pre_size, r.size) for r in mesh.group_axes),
+                tuple(mesh.devices().reshape(-1).tolist()))
+    return value
+
+
+def instruction_key(inst: HloInstruction, frames: Any = None) -> tuple:
+    attrs = tuple(sorted(((k, _value_key(k, v, frames)) for k, v in inst.attrs.items()),
+                         key=lambda item: item[0]))
+    return (inst.opcode.spelling, _shape_key(inst.shape), tuple(o.name for o in inst.operands),
+            attrs, inst.literal.structural_key() if inst.literal is not None else None,
+            inst.parameter_number, inst.is_root)
+
+
+def computation_key(comp: HloComputation, frames: Any = None) -> tuple:
+    return (comp.is_entry, "".join((comp.trailing or "").split()),
+            tuple(sorted((i.name, instruction_key(i, frames)) for i in comp.instructions)))
+
+
+def module_key(module: HloModule, header_keys: Iterable[str] | None = None) -> tuple:
+    """The module as a comparable value (see the module docstring); ``header_keys`` limits
+    the header values compared (default: all)."""
+    keys = set(module.header) if header_keys is None else set(header_keys)
+    header = tuple(sorted((k, _raw_key(k, str(v)) if isinstance(v, Raw) else v)
+                          for k, v in module.header.items() if k in keys))
+    frames = _frames(module.sections) if module.sections else None
+    sections = module.sections if module.sections and frames is None else ""
+    return (module.name, header, sections,
+            tuple(sorted((c.name, computation_key(c, frames)) for c in module.computations)))
+
+
+def first_difference(a: HloModule, b: HloModule, header_keys: Iterable[str] | None = None
+                     ) -> str | None:
+    """A sentence naming the first place ``a`` and ``b`` differ, or None when they are the
+    same by ``module_key``."""
+    ka, kb = module_key(a, header_keys), module_key(b, header_keys)
+    if ka == kb:
+        return None
+    if ka[0] != kb[0]:
+        return f"module name {ka[0]!r} != {kb[0]!r}"
+    if ka[1] != kb[1]:
+        return f"header {ka[1]} != {kb[1]}"
+    if ka[2] != kb[2]:
+        return "stack-frame sections differ"
+    ca, cb = dict(ka[3]), dict(kb[3])
+    if set(ca) != set(cb):
+        return f"computations {sorted(set(ca) ^ set(cb))} are in one module only"
+    for name in ca:
+        if ca[name] != cb[name]:
+            ia, ib = dict(ca[name][2]), dict(cb[name][2])
+            if set(ia) != set(ib):
+                return (f"computation {name}: instructions {sorted(set(ia) ^ set(ib))[:4]} "
+                        "are in one module only")
+            for iname in ia:
+                if ia[iname] != ib[iname]:
+                    return f"computation {name}, %{iname}: {_describe(ia[iname], ib[iname])}"
+            return f"computation {name}: {ca[name][:2]} != {cb[name][:2]}"
+    return "modules differ"
+
+
+_PARTS = ("opcode", "shape", "operands", "attributes", "constant", "parameter number", "root")
+
+
+def _describe(a: tuple, b: tuple) -> str:
+    for part, x, y in zip(_PARTS, a, b):
+        if x == y:
+            continue
+        if part == "attributes":
+            dx, dy = dict(x), dict(y)
+            for key in sorted(set(dx) | set(dy)):
+                if dx.get(key) != dy.get(key):
+                    return f"attribute {key}: {dx.get(key)!r} != {dy.get(key)!r}"
+        return f"{part}: {x!r} != {y!r}"
+    return "differ"
