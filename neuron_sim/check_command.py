@@ -30,7 +30,8 @@ from neuron_sim.commands import (EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, add_command,
                                  add_json_argument, error_message, print_json,
                                  topology_from_args)
 from neuron_sim.errors import UserError
-from neuron_sim.hlo import HloModule, HloParseError, Opcode, parse_module_file
+from neuron_sim.hlo.proto import ProtoError
+from neuron_sim.hlo import HloModule, HloParseError, Opcode
 from neuron_sim.hlo.checker import HloCheckError, check_module, smallest_topology
 from neuron_sim.physical_groups import flattened_replica_groups
 from neuron_sim.topology import Topology, group_mode
@@ -81,8 +82,9 @@ def describe_collectives(module: HloModule, topology: Topology) -> list[dict]:
 
 
 def _is_hlo_text(path: Path) -> bool:
-    """An HLO file by name (``*.hlo``), or a ``*.txt`` whose text begins with ``HloModule``."""
-    if path.suffix in _HLO_SUFFIXES:
+    """An HLO file by name (``*.hlo``; an HloModuleProto dump ``*.pb`` / ``*.pb.gz``), or a
+    ``*.txt`` whose text begins with ``HloModule``."""
+    if path.suffix in _HLO_SUFFIXES or path.name.endswith((".pb", ".pb.gz")):
         return True
     if path.suffix not in _DUMP_SUFFIXES:
         return False
@@ -143,8 +145,10 @@ class FileVerdict:
 
 def check_file(path: str, args: argparse.Namespace) -> FileVerdict:
     """Read, parse and verify one file. Unreadable files (OSError, not UTF-8) raise."""
+    from neuron_sim.commands import load_module
+
     try:
-        module = parse_module_file(path)
+        module = load_module(path)
     except HloParseError as exc:
         return FileVerdict(path, "unparsable", exc.one_line(),
                            [exc.source_line, " " * (exc.col - 1) + "^"],
@@ -223,7 +227,7 @@ def _check(args: argparse.Namespace) -> int:
     for path in files:
         try:
             verdict = check_file(path, args)
-        except (OSError, UnicodeDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, ProtoError) as exc:
             if single:
                 raise
             unreadable += 1

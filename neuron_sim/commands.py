@@ -182,10 +182,12 @@ def add_max_memory_argument(parser: argparse.ArgumentParser | argparse._Argument
 
 
 def load_module(path: str) -> HloModule:
-    """Parse a module file (HloParseError and OSError reach the CLI as one-line errors)."""
-    from neuron_sim.hlo import parse_module_file
+    """Read a module file, HLO text or a binary HloModuleProto (``.pb``, ``.pb.gz``), told
+    apart by content (HloParseError, ProtoError and OSError reach the CLI as one-line errors).
+    Every command reads its modules through here."""
+    from neuron_sim.hlo.proto import read_module_file
 
-    return parse_module_file(path)
+    return read_module_file(path)
 
 
 def topology_from_args(args: argparse.Namespace, module: HloModule) -> Topology:
