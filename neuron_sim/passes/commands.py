@@ -113,7 +113,13 @@ def _opt(args: argparse.Namespace) -> int:
     pipeline = PassPipeline(pipeline_passes, name="opt")
     changed = pipeline.run(module, PassContext(topology=topology, options=options))
     text = module.to_text()
-    if args.output:
+    if args.output and str(args.output).endswith(".pb"):
+        from neuron_sim.hlo.proto import module_to_bytes
+        from neuron_sim.outputs import atomic_write
+
+        data = module_to_bytes(module)  # an HloModuleProto (docs/proto.md)
+        atomic_write(args.output, lambda handle: handle.write(data))
+    elif args.output:
         atomic_write_text(args.output, text)
     if args.json:
         report = {
@@ -193,7 +199,8 @@ def add_pass_commands(subparsers: argparse._SubParsersAction) -> None:
                     "the rewritten module in XLA syntax and one line per rewrite on stderr.")
     add_pass_arguments(opt, required=True)
     opt.add_argument("-o", "--output", metavar="OUT.hlo",
-                     help="write the module here (atomically) instead of stdout")
+                     help="write the module here (atomically) instead of stdout; a name "
+                          "ending in .pb gets a binary HloModuleProto")
     add_json_argument(opt, help="machine-readable report on stdout (module text under 'text')")
     opt.add_argument("--explain", action="store_true",
                      help="say, for each candidate of an explaining matcher, which check "
