@@ -104,6 +104,10 @@ JAX_ONLY_CUSTOM_CALLS = (
     "xla.sdy.",
 )
 
+# custom-call targets the interpreter executes (XLA:CPU's TopK from lax.top_k): a module whose
+# only custom-calls are these is runnable
+RUNNABLE_CUSTOM_CALLS = ("TopK",)
+
 # HLO opcodes that are recorded as feature tags when they occur in a module
 TAGGED_OPCODES = {
     "all-reduce", "reduce-scatter", "all-gather", "collective-permute",
@@ -116,7 +120,8 @@ TAGGED_OPCODES = {
     "exponential-minus-one", "log-plus-one", "atan2", "is-finite",
     "round-nearest-even", "round-nearest-afz", "reduce", "fusion",
     "remainder", "divide", "shift-left", "shift-right-logical",
-    "shift-right-arithmetic", "convert",
+    "shift-right-arithmetic", "convert", "ragged-all-to-all", "topk", "rng",
+    "rng-get-and-update-state",
 }
 
 
@@ -145,6 +150,14 @@ class Case:
     check: Callable[[list[np.ndarray], list[np.ndarray]], None] | None = None
     # named cases: numpy function of the global inputs giving the global outputs
     reference: Callable[..., Any] | None = None
+    # programs XLA:CPU compiles but cannot execute (ragged-all-to-all): numpy function of the
+    # per-device inputs ([D, ...] each) giving the per-device outputs; the text then comes from
+    # XLA's dump (cpu_after_optimizations for "compiled", after_spmd-partitioning for
+    # "partitioned") and the manifest says the outputs are emulated
+    emulate: Callable[..., Any] | None = None
+    # JAX configuration options set while the case is lowered, e.g.
+    # {"jax_raise_on_ppermute_sort_diff": False} for a ppermute over axes in non-mesh order
+    jax_config: dict[str, Any] | None = None
 
 
 CASES: list[Case] = []
@@ -164,9 +177,10 @@ def ints(rng: np.random.Generator, shape, lo=-50, hi=50, dtype=np.int32) -> np.n
 
 
 def spmd(name, description, features, fn, args, *, mesh, axes, in_specs, out_specs,
-         gspmd=False, check=None, kind="compiled"):
+         gspmd=False, check=None, kind="compiled", emulate=None, jax_config=None):
     CASES.append(Case(name, kind, description, features, fn, args, mesh, axes,
-                      in_specs, out_specs, gspmd=gspmd, check=check))
+                      in_specs, out_specs, gspmd=gspmd, check=check, emulate=emulate,
+                      jax_config=jax_config))
 
 
 def named(name, description, features, fn, args, *, mesh, axes, in_specs, out_specs=None,
@@ -1095,6 +1109,45 @@ def run_named(case: Case):
             [per_device(o, devices) for o in res])
 
 
+def _dump_file(dump: str, pattern: str) -> str:
+    found = sorted(Path(dump).glob(pattern))
+    assert len(found) == 1, (pattern, found)
+    return found[0].read_text()
+
+
+def run_dumped(case: Case, lowered, gargs, mesh_devices):
+    """Compile a shard_map program with XLA's pass dumps on and return (text, devices, per-device
+    args, per-device outs). The text is XLA's dump: after its SPMD partitioner for kind
+    "partitioned", after all optimizations for kind "compiled" (what ``as_text()`` would give,
+    for programs XLA:CPU can compile but not execute). Outputs are JAX's, or for an ``emulate``
+    case the numpy emulation's from the per-device inputs (XLA:CPU cannot run the program)."""
+    with tempfile.TemporaryDirectory() as dump:
+        options = {"xla_dump_to": dump, "xla_dump_hlo_pass_re": "spmd-partitioning"}
+        compiled = None
+        try:
+            compiled = lowered.compile(compiler_options=options)
+        except Exception as error:  # XLA:CPU's thunk emitter refuses ragged-all-to-all
+            if case.emulate is None or "not supported by XLA:CPU" not in str(error):
+                raise
+        if case.kind == "partitioned":
+            text = _dump_file(dump, "*.after_spmd-partitioning.*.txt")
+        else:
+            text = _dump_file(dump, "*.cpu_after_optimizations.txt")
+    if compiled is not None:
+        devices = list(compiled.runtime_executable().local_devices())
+    else:
+        devices = mesh_devices
+    assert [d.id for d in devices] == list(range(len(devices))), devices
+    args = [per_device(a, devices) for a in gargs]
+    if case.emulate is not None:
+        assert compiled is None, f"{case.name}: XLA:CPU compiled it; compare with JAX instead"
+        outs = [np.asarray(o) for o in jax.tree_util.tree_leaves(case.emulate(*args))]
+    else:
+        res = jax.tree_util.tree_leaves(compiled(*gargs))
+        outs = [per_device(o, devices) for o in res]
+    return text, devices, args, outs
+
+
 def run_case(case: Case) -> dict:
     text: str
     large_constants = False
@@ -1116,6 +1169,9 @@ def run_case(case: Case) -> dict:
     else:
         prev = jax.config.jax_use_shardy_partitioner
         jax.config.update("jax_use_shardy_partitioner", not case.gspmd)
+        saved = {k: getattr(jax.config, k) for k in case.jax_config or {}}
+        for key, value in (case.jax_config or {}).items():
+            jax.config.update(key, value)
         try:
             devs = np.array(jax.devices())[:int(np.prod(case.mesh))]
             assert [d.id for d in devs] == list(range(devs.size))
@@ -1125,14 +1181,18 @@ def run_case(case: Case) -> dict:
                                    out_specs=case.out_specs))
             gargs = [jax.device_put(a, NamedSharding(mesh, s)) for a, s in zip(case.args, in_specs)]
             lowered = g.lower(*gargs)
-            compiled = lowered.compile()
-            res = jax.tree_util.tree_leaves(compiled(*gargs))
-            if case.kind == "lowered":
+            if case.emulate is not None or case.kind == "partitioned":
+                text, devices, args, outs = run_dumped(case, lowered, gargs, list(devs))
+            elif case.kind == "lowered":
+                compiled = lowered.compile()
+                res = jax.tree_util.tree_leaves(compiled(*gargs))
                 text = lowered.as_text(dialect="hlo")
                 args = [a[None] for a in case.args]
                 outs = [_np(o)[None] for o in res]
                 devices = None
             else:
+                compiled = lowered.compile()
+                res = jax.tree_util.tree_leaves(compiled(*gargs))
                 text, large_constants = compiled_text(compiled)
                 # execution order of the executable: partition p runs on devices[p]
                 devices = list(compiled.runtime_executable().local_devices())
@@ -1141,6 +1201,8 @@ def run_case(case: Case) -> dict:
                 outs = [per_device(o, devices) for o in res]
         finally:
             jax.config.update("jax_use_shardy_partitioner", prev)
+            for key, value in saved.items():
+                jax.config.update(key, value)
 
     replicas, partitions = header_ints(text)
     d = replicas * partitions
@@ -1170,7 +1232,7 @@ def run_case(case: Case) -> dict:
     targets = custom_call_targets(text)
     jax_only = sorted(t for t in targets if t.startswith(JAX_ONLY_CUSTOM_CALLS))
     elided = "{...}" in text
-    runnable = not targets and not elided
+    runnable = not (targets - set(RUNNABLE_CUSTOM_CALLS)) and not elided
     # manual tags spelled like an HLO opcode ("all_reduce") use the opcode spelling
     features = {t.replace("_", "-") if t.replace("_", "-") in TAGGED_OPCODES else t
                 for t in case.features}
@@ -1207,6 +1269,9 @@ def run_case(case: Case) -> dict:
     }
     if case.axes is not None:
         entry["mesh_axes"] = list(case.axes)
+    if case.emulate is not None:
+        entry["expected_outputs"] = ("numpy emulation of the exchange (XLA:CPU cannot execute "
+                                     "ragged-all-to-all); the text is XLA's dump")
     if targets:
         entry["custom_call_targets"] = sorted(targets)
     print(f"wrote {case.name}: kind={case.kind} D={d} params={len(args)} outs={len(outs)} "
@@ -1256,8 +1321,8 @@ JAX is needed only to regenerate these files. Per module NAME:
   in the header; if XLA elided large constants as `{{...}}` they are printed in full instead);
   kind "lowered" = `jax.jit(f).lower(*args).as_text(dialect="hlo")` (unoptimized); kind
   "partitioned" = XLA's own dump of the module right after its SPMD partitioner, before fusion
-  (`compile(compiler_options={"xla_dump_to": ..., "xla_dump_hlo_pass_re":
-  "spmd-partitioning"})`, the `after_spmd-partitioning` file: what a backend's pipeline
+  (`compile(compiler_options={{"xla_dump_to": ..., "xla_dump_hlo_pass_re":
+  "spmd-partitioning"}})`, the `after_spmd-partitioning` file: what a backend's pipeline
   receives). Paths
   of Python files in the debug info are relative to the repository root.
 * `NAME.npz`: `arg{{i}}` = ENTRY parameter i, `out{{j}}` = j-th leaf of the ENTRY result
@@ -1279,20 +1344,27 @@ JAX is needed only to regenerate these files. Per module NAME:
 """
 
 
-def _define_program_files() -> None:
+def _define_program_files(folder: Path | None = None) -> list[str]:
     """Programs kept in ``scripts/jax_programs/*.py`` (one file per theme, e.g. the idioms a
     cleanup pass looks for): each file defines ``define(corpus)`` and registers its cases
     through ``corpus.single`` / ``corpus.spmd`` / ``corpus.named`` (``corpus`` is this
-    module), so that programs can be added without editing this file."""
+    module), so that programs can be added without editing this file. ``folder`` names another
+    folder of such files (``--programs``); a file there may also define ``README_NOTES``, text
+    appended to the corpus README. Returns those notes."""
     import importlib.util
 
-    for path in sorted((Path(__file__).resolve().parent / "jax_programs").glob("*.py")):
+    notes = []
+    folder = folder or Path(__file__).resolve().parent / "jax_programs"
+    for path in sorted(folder.glob("*.py")):
         if path.name.startswith("_"):
             continue
-        spec = importlib.util.spec_from_file_location(f"jax_programs_{path.stem}", path)
+        prefix = "jax_programs" if folder.name == "jax_programs" else f"jax_programs_{folder.name}"
+        spec = importlib.util.spec_from_file_location(f"{prefix}_{path.stem}", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         module.define(sys.modules[__name__])
+        notes.append(getattr(module, "README_NOTES", ""))
+    return notes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1303,8 +1375,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="+", metavar="PREFIX",
                         help="regenerate only the cases whose name starts with a PREFIX")
+    parser.add_argument("--out-dir", type=Path, default=None, metavar="DIR",
+                        help="write the corpus to DIR (relative to the repository root unless "
+                             "absolute) instead of tests/data/jax")
+    parser.add_argument("--programs", nargs="+", type=Path, default=[], metavar="DIR",
+                        help="also load the program files of these folders (relative to the "
+                             "repository root unless absolute), e.g. scripts/jax_programs/jax_0_12")
     args = parser.parse_args(argv)
     assert len(jax.devices()) == 8, jax.devices()
+    global OUT_DIR
+    command = COMMAND
+    if args.out_dir is not None:
+        OUT_DIR = args.out_dir if args.out_dir.is_absolute() else REPO / args.out_dir
+        command += f" --out-dir {args.out_dir}"
+    if args.programs:
+        command += " --programs " + " ".join(str(d) for d in args.programs)
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     _define_spmd_1d()
     _define_spmd_2d()
@@ -1312,7 +1397,9 @@ def main(argv: list[str] | None = None) -> int:
     _define_lowered_spmd()
     _define_named()
     _define_single()
-    _define_program_files()
+    notes = _define_program_files()
+    for folder in args.programs:
+        notes += _define_program_files(folder if folder.is_absolute() else REPO / folder)
     names = [c.name for c in CASES]
     assert len(set(names)) == len(names), "duplicate names"
 
@@ -1337,7 +1424,7 @@ def main(argv: list[str] | None = None) -> int:
         "[\n" + ",\n".join("  " + json.dumps(e) for e in manifest) + "\n]\n")
     (OUT_DIR / "README.md").write_text(README.format(
         jax_version=jax.__version__, jaxlib_version=jaxlib.__version__,
-        n=len(manifest), command=COMMAND))
+        n=len(manifest), command=command) + "".join(notes))
     print(f"{len(manifest)} modules, {sum(e['runnable'] for e in manifest)} runnable, "
           f"jax {jax.__version__}")
     return 0
