@@ -11,7 +11,7 @@ from neuron_sim.interpreter.ops.registry import REGISTRY, OpImplementation, impl
 
 # The op families, in one place. Each module registers its ops with @implements.
 FAMILIES = ("elementwise", "shape", "indexing", "reduce", "linalg", "control", "random",
-            "collective", "custom_call", "batch_norm")
+            "collective", "custom_call", "batch_norm", "send_recv")
 
 for _family in FAMILIES:
     importlib.import_module(f"neuron_sim.interpreter.ops.{_family}")
