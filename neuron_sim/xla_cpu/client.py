@@ -86,8 +86,10 @@ def per_device_arguments(module: HloModule, inputs: Sequence[Any] | Mapping[str,
 class XlaCpu:
     """A worker process with ``devices`` XLA:CPU host devices (started on first use)."""
 
-    def __init__(self, devices: int = MIN_DEVICES, run_seconds: float = RUN_SECONDS) -> None:
+    def __init__(self, devices: int = MIN_DEVICES, run_seconds: float | None = RUN_SECONDS,
+                 fast_compile: bool = False) -> None:
         self.devices = devices
+        self.fast_compile = fast_compile  # worker.FAST_COMPILE: for campaigns
         self.run_seconds = run_seconds
         self.process: subprocess.Popen | None = None
         self.log: Any = None
@@ -142,14 +144,20 @@ class XlaCpu:
         """Compile ``module`` for ``topology`` (cached by text) and run it on ``arguments``
         (one ``[D, *shape]`` array per parameter); one ``[D, *shape]`` array per result leaf.
         Raises XlaRefused with XLA's message."""
+        return self.run_text(module.to_text(), arguments, topology)
+
+    def run_text(self, text: str, arguments: list[np.ndarray], topology: Topology
+                 ) -> list[np.ndarray]:
+        """``run`` for a module given as text."""
         if topology.num_devices > self.devices:
             raise ValueError(f"{topology.num_devices} devices asked of a worker with "
                              f"{self.devices}")
         self.start()
         assert self.process is not None and self.process.stdin is not None
-        request = {"hlo": module.to_text(), "replicas": topology.replica_count,
+        request = {"hlo": text, "replicas": topology.replica_count,
                    "partitions": topology.num_partitions,
-                   "assignment": compact_assignment(topology), "args": arguments}
+                   "assignment": compact_assignment(topology), "args": arguments,
+                   "fast": self.fast_compile}
         try:
             send(self.process.stdin, request)
         except (BrokenPipeError, OSError):
@@ -161,6 +169,53 @@ class XlaCpu:
         if status != "ok":
             raise XlaRefused(detail)
         return detail
+
+    def run_batch(self, items: Sequence[tuple[HloModule, list[np.ndarray]]], topology: Topology
+                  ) -> list[list[np.ndarray] | XlaRefused]:
+        """Every module of ``items`` (each with its arguments, all for ``topology``) run by
+        one compilation where XLA accepts them together (``batch.merge_modules``); per module
+        its outputs or the XlaRefused of running it alone. A refused batch is retried without
+        the module XLA's message names, or in halves when it names none."""
+        from neuron_sim.xla_cpu.batch import batchable, mentioned_module, merge_modules
+
+        results: list[list[np.ndarray] | XlaRefused | None] = [None] * len(items)
+
+        def alone(i: int) -> None:
+            module, arguments = items[i]
+            try:
+                results[i] = self.run(module, arguments, topology)
+            except XlaRefused as error:
+                results[i] = error
+
+        def together(indices: list[int]) -> None:
+            while len(indices) > 1:
+                text, counts = merge_modules([items[i][0] for i in indices])
+                arguments = [a for i in indices for a in items[i][1]]
+                try:
+                    outputs = self.run_text(text, arguments, topology)
+                except XlaRefused as error:
+                    k = mentioned_module(str(error))
+                    if k is None or k >= len(indices):
+                        half = len(indices) // 2
+                        together(indices[:half])
+                        together(indices[half:])
+                        return
+                    alone(indices[k])
+                    indices = indices[:k] + indices[k + 1:]
+                    continue
+                start = 0
+                for i, count in zip(indices, counts):
+                    results[i] = outputs[start:start + count]
+                    start += count
+                return
+            for i in indices:
+                alone(i)
+
+        together([i for i, (module, _) in enumerate(items) if batchable(module)])
+        for i, result in enumerate(results):
+            if result is None:
+                alone(i)
+        return results  # type: ignore[return-value]
 
     def close(self) -> None:
         process, self.process = self.process, None
@@ -183,7 +238,7 @@ class XlaCpu:
 _SHARED: dict[str, XlaCpu] = {}
 
 
-def shared_xla(devices: int) -> XlaCpu:
+def shared_xla(devices: int, fast_compile: bool = False) -> XlaCpu:
     """The process's worker with at least ``devices`` devices (a new, larger one replaces a
     smaller one); closed at exit."""
     current = _SHARED.get("worker")
@@ -194,6 +249,7 @@ def shared_xla(devices: int) -> XlaCpu:
             atexit.register(lambda: _SHARED["worker"].close() if "worker" in _SHARED else None)
         current = XlaCpu(max(devices, MIN_DEVICES))
         _SHARED["worker"] = current
+    current.fast_compile = fast_compile
     return current
 
 

@@ -4,7 +4,7 @@ It starts XLA's CPU client with DEVICES host devices (a count fixed for the life
 which is why XLA runs here and not in the caller), then answers requests from
 ``client.XlaCpu`` until its stdin closes. A request is a dict: ``hlo`` (module text),
 ``replicas``, ``partitions``, ``assignment`` (rows of device ids in 0..DEVICES-1, one per
-replica), ``args`` (one ``[D, *shape]`` array per entry parameter, row f = flattened id f). The
+replica), ``fast`` (``FAST_COMPILE``'s options), ``args`` (one ``[D, *shape]`` array per entry parameter, row f = flattened id f). The
 reply is ``("ok", outputs)`` (one ``[D, *shape]`` array per result leaf), ``("refused", text)``
 (XLA would not parse, compile or run it) or ``("error", text)``.
 
@@ -31,6 +31,11 @@ from neuron_sim.xla_cpu.protocol import receive, send
 # Passes that would re-partition an already partitioned module (GSPMD and Shardy).
 DISABLED_PASSES = "sharding-propagation,spmd-partitioning,shardy-xla"
 CACHED_EXECUTABLES = 16
+# A campaign's compile options: LLVM at -O0, the classic elemental emitters instead of the
+# fusion emitters, dots by XLA's own kernels instead of YNNPACK fusions. They cut a compile
+# about four times; the HLO pipeline (where XLA decides what an HLO computes) is unchanged.
+FAST_COMPILE = [("xla_backend_optimization_level", 0), ("xla_cpu_use_fusion_emitters", False),
+                ("xla_cpu_experimental_ynn_fusion_type", "")]
 
 
 class Worker:
@@ -56,8 +61,8 @@ class Worker:
         self.executables: OrderedDict[tuple, Any] = OrderedDict()
 
     def executable(self, text: str, replicas: int, partitions: int,
-                   assignment: tuple[tuple[int, ...], ...]) -> Any:
-        key = (hashlib.sha1(text.encode()).hexdigest(), replicas, partitions, assignment)
+                   assignment: tuple[tuple[int, ...], ...], fast: bool = False) -> Any:
+        key = (hashlib.sha1(text.encode()).hexdigest(), replicas, partitions, assignment, fast)
         cached = self.executables.get(key)
         if cached is not None:
             self.executables.move_to_end(key)
@@ -70,10 +75,12 @@ class Worker:
         build = options.executable_build_options
         build.num_replicas = replicas
         build.num_partitions = partitions
+        overrides = list(FAST_COMPILE) if fast else []
         if partitions > 1:
             build.use_spmd_partitioning = True
             build.use_shardy_partitioner = False
-            options.env_option_overrides = [("xla_disable_hlo_passes", DISABLED_PASSES)]
+            overrides.append(("xla_disable_hlo_passes", DISABLED_PASSES))
+        options.env_option_overrides = overrides
         options.device_assignment = self.xla.DeviceAssignment.create(
             np.array(assignment, dtype=np.int64).reshape(replicas, partitions))
         devices = [self.devices[d] for row in assignment for d in row]
@@ -87,7 +94,8 @@ class Worker:
     def run(self, request: dict) -> list[np.ndarray]:
         replicas, partitions = request["replicas"], request["partitions"]
         assignment = tuple(tuple(row) for row in request["assignment"])
-        executable = self.executable(request["hlo"], replicas, partitions, assignment)
+        executable = self.executable(request["hlo"], replicas, partitions, assignment,
+                                     request.get("fast", False))
         flat = [d for row in assignment for d in row]
         flattened_of = {device: f for f, device in enumerate(flat)}
         order = [d.id for d in executable.local_devices()]
