@@ -2,6 +2,12 @@
 
     neuron-sim fuzz --passes a,b [--examples N | --time 60s] [--seed S] [--corpus DIR]
                     [--json OUT] [--devices D] [--trials T]
+    neuron-sim fuzz --oracle xla [--examples N | --time 60s] [--seed S] [--corpus DIR]
+                    [--json OUT] [--devices D]
+
+With ``--oracle xla`` the same random modules are run on XLA:CPU and on the interpreter and
+compared (``neuron_sim.verify.fuzz.oracle``); ``--passes`` may then be left out. Exit code 1
+also for an unexplained disagreement.
 
 Exit codes: 0 no pass crashed, produced a malformed module or an UNSOUND rewrite; 1 some pass
 did (the failures are in the table, the JSON and the corpus); 2 bad usage.
@@ -46,8 +52,13 @@ def add_fuzz_command(subparsers: argparse._SubParsersAction) -> None:
                     "failures with the same signature are counted once.",
         epilog="exit codes: 0 no failure, 1 a pass crashed, was malformed or unsound, "
                "2 bad usage")
-    fuzz.add_argument("--passes", metavar="KEYS", required=True,
-                      help="comma-separated registry keys, each fuzzed on its own")
+    fuzz.add_argument("--passes", metavar="KEYS",
+                      help="comma-separated registry keys, each fuzzed on its own (required "
+                           "unless --oracle is given)")
+    fuzz.add_argument("--oracle", choices=("xla",),
+                      help="also run every module on XLA:CPU and on the interpreter and "
+                           "compare them per device and output (needs jaxlib: the xla extra; "
+                           "docs/run.md)")
     budget = fuzz.add_mutually_exclusive_group()
     budget.add_argument("--examples", type=int, metavar="N",
                         help=f"modules to draw (default {DEFAULT_EXAMPLES} without --time)")
@@ -69,7 +80,13 @@ def run_fuzz(args: argparse.Namespace) -> int:
     from neuron_sim.verify.fuzz.report import campaign_json, campaign_table
     from neuron_sim.verify.fuzz.runner import FAILURE_CLASSES, TRIALS, run_campaign
 
-    passes = parse_pass_list(args.passes)
+    if args.passes is None and args.oracle is None:
+        raise UsageError("give --passes KEYS, --oracle xla, or both")
+    if args.oracle is not None:
+        from neuron_sim.xla_cpu import jaxlib_installed
+        if not jaxlib_installed():
+            raise UsageError("--oracle xla needs jaxlib: pip install 'neuron-sim[xla]'")
+    passes = parse_pass_list(args.passes) if args.passes is not None else []
     if args.examples is not None and args.examples < 1:
         raise UsageError(f"--examples must be at least 1, not {args.examples}")
     if not 1 <= args.devices <= 64:
@@ -81,17 +98,39 @@ def run_fuzz(args: argparse.Namespace) -> int:
         check_output_file(args.json, option="--json")
     examples = args.examples if args.examples is not None or args.time is not None \
         else DEFAULT_EXAMPLES
-    with _progress(examples, args.time) as progress:
-        campaign = run_campaign(passes, examples=examples, seconds=args.time, seed=args.seed,
-                                corpus=args.corpus, devices=args.devices, trials=trials,
-                                progress=progress)
+    # With both, the time is shared: half for the passes, half for the oracle.
+    seconds = args.time / 2 if args.time is not None and passes and args.oracle else args.time
+    document: dict = {}
+    failed = False
+    if passes:
+        with _progress(examples, seconds) as progress:
+            campaign = run_campaign(passes, examples=examples, seconds=seconds,
+                                    seed=args.seed, corpus=args.corpus, devices=args.devices,
+                                    trials=trials, progress=progress)
+        document = campaign_json(campaign)
+        print(campaign_table(campaign))
+        failed = any(campaign.counts[name][klass] for name in campaign.passes
+                     for klass in FAILURE_CLASSES)
+    if args.oracle is not None:
+        from neuron_sim.verify.fuzz.oracle import oracle_table, run_oracle_campaign
+        from neuron_sim.xla_cpu import XlaError
+
+        with _progress(examples, seconds) as progress:
+            try:
+                oracle = run_oracle_campaign(examples=examples, seconds=seconds,
+                                             seed=args.seed, devices=args.devices,
+                                             corpus=args.corpus, progress=progress)
+            except XlaError as error:
+                raise UsageError(f"--oracle xla: {error}") from None
+        if passes:
+            print()
+        print(oracle_table(oracle))
+        document.setdefault("seed", args.seed)
+        document["oracle"] = oracle.to_json()
+        failed |= oracle.unexplained > 0
     if args.json:
-        atomic_write_text(args.json, json.dumps(campaign_json(campaign), indent=1) + "\n")
-    print(campaign_table(campaign))
-    if args.json:
+        atomic_write_text(args.json, json.dumps(document, indent=1) + "\n")
         print(f"wrote the campaign to {args.json}")
-    failed = any(campaign.counts[name][klass] for name in campaign.passes
-                 for klass in FAILURE_CLASSES)
     return EXIT_PROBLEM if failed else EXIT_OK
 
 

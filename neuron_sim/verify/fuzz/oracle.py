@@ -92,6 +92,11 @@ class OracleCampaign:
     minimize_seconds: float = 0.0
 
     @property
+    def failures(self) -> list[Disagreement]:
+        """The unexplained disagreements (what the progress line counts)."""
+        return self.disagreements
+
+    @property
     def compared(self) -> int:
         return self.agree + self.explained + self.unexplained
 
