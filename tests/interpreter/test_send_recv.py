@@ -162,3 +162,21 @@ def test_mpi_processes_give_the_local_backends_bits(tmp_path, mode):
     assert done.returncode == 0, done.stderr
     got = read_npz(tmp_path / "out.npz")["out0"]
     assert got.tolist() == [[7, 8], [1, 2], [3, 4], [0, 0]]
+
+
+# --- the checker: XLA's ShapeVerifier::HandleSend / HandleSendDone / HandleRecv / HandleRecvDone
+
+@pytest.mark.parametrize("old,new,phrase", [
+    ("s = (f32[2], u32[], token[]) send", "s = (f32[3], u32[], token[]) send", "f32[2]"),
+    ("s = (f32[2], u32[], token[]) send", "s = (f32[2], s32[], token[]) send", "u32[]"),
+    ("sd = token[] send-done", "sd = f32[] send-done", "token[]"),
+    ("r = (f32[2], u32[], token[]) recv", "r = (f32[2], u32[]) recv", "token[]"),
+    ("d = (f32[2], token[]) recv-done", "d = (f32[3], token[]) recv-done", "f32[2]"),
+])
+def test_checker_holds_the_shapes_xla_verifies(old, new, phrase):
+    from neuron_sim.hlo.checker import HloCheckError
+    text = exchange()
+    assert old in text
+    with pytest.raises(HloCheckError) as info:
+        check_module(parse_module(text.replace(old, new)))
+    assert phrase in str(info.value), str(info.value)

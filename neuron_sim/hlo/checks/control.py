@@ -1,5 +1,5 @@
 """Shape rules of the ops that call computations or wrap asynchronous work: fusion, call, map,
-while, conditional, async and copy start/done, and the opaque ops (custom-call, infeed, send...)
+while, conditional, async and copy start/done, and the opaque ops (custom-call, infeed, outfeed...)
 whose declared shape is trusted.
 """
 
@@ -160,9 +160,8 @@ def _copy_done(ctx: Context) -> Shape:
     return tuple_element(ctx, 0)
 
 
-@RULES.rule(Opcode.CUSTOM_CALL, Opcode.INFEED, Opcode.OUTFEED, Opcode.RECV, Opcode.RECV_DONE,
-            Opcode.SEND, Opcode.SEND_DONE, Opcode.COLLECTIVE_REDUCE, Opcode.SCALED_DOT,
-            Opcode.SCAN, Opcode.SHUFFLE)
+@RULES.rule(Opcode.CUSTOM_CALL, Opcode.INFEED, Opcode.OUTFEED, Opcode.COLLECTIVE_REDUCE,
+            Opcode.SCALED_DOT, Opcode.SCAN, Opcode.SHUFFLE)
 def _declared(ctx: Context) -> Shape:
     """Opaque to shape inference: the declared shape is trusted."""
     return ctx.declared()

@@ -7,13 +7,13 @@ Adding an op means adding its rule to its family's module; adding a family means
 from __future__ import annotations
 
 from neuron_sim.hlo.checks import (batch_norm, collective, control, elementwise, indexing,
-                                   linalg, random, reduce, shape)
+                                   linalg, random, reduce, send_recv, shape)
 from neuron_sim.hlo.checks.core import Rule, RuleTable
 from neuron_sim.hlo.opcodes import Opcode
 
 FAMILIES: tuple[RuleTable, ...] = (
     elementwise.RULES, shape.RULES, indexing.RULES, reduce.RULES, linalg.RULES, control.RULES,
-    random.RULES, collective.RULES, batch_norm.RULES,
+    random.RULES, collective.RULES, batch_norm.RULES, send_recv.RULES,
 )
 
 
