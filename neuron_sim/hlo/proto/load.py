@@ -73,9 +73,12 @@ def module_from_bytes(data: bytes, path: str = "<bytes>") -> HloModule:
     if not data:
         raise ProtoError(f"{path}: the file is empty")
     try:
-        module = _parse("HloModuleProto", data)
         config = None
-        if not module.computations:
+        try:
+            module = _parse("HloModuleProto", data)
+        except DecodeError:  # field 1 is a message, not a name: a wrapper
+            module = None
+        if module is None or not module.computations:
             wrapper = _parse("HloModuleProtoWithConfig", data)
             module = wrapper.hlo_module
             config = wrapper.config if wrapper.HasField("config") else None

@@ -500,8 +500,6 @@ def _read_header(module: HloModule, proto: Any, config: Any | None, source: str)
     layout = None
     if config is not None and config.HasField("entry_computation_layout"):
         layout = config.entry_computation_layout
-    elif proto.HasField("host_program_shape"):
-        layout = proto.host_program_shape
     if layout is not None and layout.HasField("result"):
         params = ", ".join(str(shape_from_proto(s)) for s in layout.parameters)
         header["entry_computation_layout"] = Raw(
@@ -512,13 +510,13 @@ def _read_header(module: HloModule, proto: Any, config: Any | None, source: str)
             values = getattr(config, key)
             if values and not (len(values) == 1 and not values[0]):
                 header[key] = Raw(tf.format_bools(values))
-        if config.replica_count > 1:
-            header["replica_count"] = config.replica_count
-        if config.num_partitions > 1:
-            header["num_partitions"] = config.num_partitions
         if config.replica_count < 0 or config.num_partitions < 0:
             raise ProtoReadError(f"{source}: the config's replica_count / num_partitions "
                                  "are negative")
+        if config.replica_count:
+            header["replica_count"] = config.replica_count
+        if config.num_partitions:
+            header["num_partitions"] = config.num_partitions
     if proto.HasField("frontend_attributes"):
         text = tf.format_frontend_attributes(proto.frontend_attributes)
         if text:

@@ -321,7 +321,9 @@ def parse_names(text: str) -> list[str]:
 
 
 def parse_bools(text: str, what: str) -> list[bool]:
-    values = _split_top(_braced(text, what))
+    """``{true,false}`` (or a bare ``true``) -> ``[True, False]``."""
+    body = text.strip()
+    values = _split_top(_braced(body, what)) if body.startswith("{") else [body]
     if any(v not in ("true", "false") for v in values):
         raise ProtoFormError(f"{what} must be a list of true/false, got {text[:40]}")
     return [v == "true" for v in values]

@@ -51,6 +51,7 @@ _LITERAL_FIELDS: dict[ElementType, str] = {
 _REPEATED_FIELDS = {"preds", "s32s", "s64s", "u32s", "u64s", "f32s", "f64s", "c64s", "c128s"}
 
 MAX_RANK = 1 << 10
+_UNBOUNDED_SIZE = -(1 << 63)  # XLA's kUnboundedSize: a '?' dimension
 
 
 class ShapeProtoError(ProtoFormError):
@@ -75,7 +76,7 @@ def shape_from_proto(message: Any, depth: int = 0) -> Shape:
     if message.element_type == TUPLE_TYPE:
         return TupleShape(tuple(shape_from_proto(s, depth + 1) for s in message.tuple_shapes))
     et = element_type(message.element_type)
-    dims = tuple(message.dimensions)
+    dims = tuple(UNBOUNDED if d == _UNBOUNDED_SIZE else d for d in message.dimensions)
     if len(dims) > MAX_RANK or any(d < UNBOUNDED for d in dims):
         raise ShapeProtoError(f"shape {et.spelling}{list(dims)} has impossible dimensions")
     dynamic = tuple(message.is_dynamic_dimension)
@@ -123,7 +124,7 @@ def shape_to_proto(shape: Shape, message: Any) -> None:
             shape_to_proto(element, message.tuple_shapes.add())
         return
     message.element_type = PRIMITIVE_TYPES[shape.element_type]
-    message.dimensions.extend(shape.dims)
+    message.dimensions.extend(_UNBOUNDED_SIZE if d == UNBOUNDED else d for d in shape.dims)
     if any(shape.dynamic):
         message.is_dynamic_dimension.extend(shape.dynamic)
     if shape.layout is not None:

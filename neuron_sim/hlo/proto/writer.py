@@ -89,18 +89,24 @@ def module_to_proto(module: HloModule) -> Any:
 def module_to_bytes(module: HloModule, *, with_config: bool = False) -> bytes:
     """Serialized HloModuleProto (or, ``with_config``, HloModuleProtoWithConfig) bytes."""
     try:
-        proto = module_to_proto(module)
+        return _module_bytes(module, with_config)
     except tf.ProtoFormError as exc:
         raise ProtoWriteError(f"module {module.name}: {exc}") from None
+
+
+def _module_bytes(module: HloModule, with_config: bool) -> bytes:
+    proto = module_to_proto(module)
     if not with_config:
         return proto.SerializeToString(deterministic=True)
     wrapper = new("HloModuleProtoWithConfig")
     wrapper.hlo_module.CopyFrom(proto)
     config = wrapper.config
-    config.replica_count = module.replica_count
-    config.num_partitions = module.num_partitions
+    for key in ("replica_count", "num_partitions"):
+        if key in module.header:
+            setattr(config, key, int(module.header[key]))
     if "entry_computation_layout" in module.header:
-        config.entry_computation_layout.CopyFrom(proto.host_program_shape)
+        _entry_layout(str(module.header["entry_computation_layout"]),
+                      config.entry_computation_layout)
     if str(module.header.get("alias_passthrough_params", "")) == "true":
         config.alias_passthrough_params = True
     for key in ("allow_spmd_sharding_propagation_to_parameters",
@@ -108,6 +114,19 @@ def module_to_bytes(module: HloModule, *, with_config: bool = False) -> bytes:
         if key in module.header:
             getattr(config, key).extend(tf.parse_bools(str(module.header[key]), key))
     return wrapper.SerializeToString(deterministic=True)
+
+
+def _entry_layout(text: str, message: Any) -> None:
+    """``{(p0, p1)->result}`` into a ProgramShapeProto."""
+    from neuron_sim.hlo.parser import parse_shape
+
+    body = text.strip()
+    if not (body.startswith("{") and body.endswith("}") and ")->" in body):
+        raise ProtoWriteError(f"entry_computation_layout {text[:40]} is not (params)->result")
+    params, _, result = body[1:-1].rpartition("->")
+    for shape in parse_shape(params.strip()).elements:
+        shape_to_proto(shape, message.parameters.add())
+    shape_to_proto(parse_shape(result.strip()), message.result)
 
 
 def _callees(comp: HloComputation) -> list[HloComputation]:

@@ -1,0 +1,69 @@
+"""The whole committed corpus through HloModuleProto.
+
+* Round trip: text -> IR -> HloModuleProtoWithConfig (neuron-sim's writer) -> IR gives the
+  IR of the text (``compare.module_key``: same instructions, attributes, constants, header).
+* XLA is the oracle: each ``tests/data/proto/<corpus>/*.pb`` was written by XLA's own
+  serializer from the text beside it (``scripts/make_proto_corpus.py``); reading it must give
+  the IR the text gives, and 30 of them (a fixed sample) must execute to the same bits.
+
+Modules that do not hold yet are listed with their reason in tests/data/proto/EXCEPTIONS.json;
+a module joining the list or leaving it fails the test, so the list stays exact.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from corpus import (REPO, exceptions, round_trip_problem, text_modules, xla_problem,
+                    xla_protos)
+
+
+def test_round_trip_over_the_whole_corpus() -> None:
+    found = {str(p.relative_to(REPO)): problem for p in text_modules()
+             if (problem := round_trip_problem(p))}
+    known = exceptions().get("round_trip", {})
+    assert len(text_modules()) > 900
+    assert sorted(set(found) - set(known)) == [], "new round-trip failures"
+    assert sorted(set(known) - set(found)) == [], "fixed: remove them from EXCEPTIONS.json"
+
+
+def test_every_xla_serialized_module_reads_into_the_ir_of_its_text() -> None:
+    pairs = xla_protos()
+    assert len(pairs) > 700
+    found = {str(pb.relative_to(REPO)): problem for pb, text in pairs
+             if (problem := xla_problem(pb, text))}
+    known = exceptions().get("xla", {})
+    assert sorted(set(found) - set(known)) == [], "new differences from XLA's form"
+    assert sorted(set(known) - set(found)) == [], "fixed: remove them from EXCEPTIONS.json"
+
+
+def _executable_sample(count: int) -> list:
+    from neuron_sim.hlo.parser import parse_module
+
+    known = exceptions().get("xla", {})
+    pairs = [(pb, text) for pb, text in xla_protos() if str(pb.relative_to(REPO)) not in known
+             and "/jax/" in str(pb)]
+    random.Random(0).shuffle(pairs)
+    return pairs[:count]
+
+
+@pytest.mark.parametrize("pb,text", _executable_sample(30),
+                         ids=lambda value: value.name if hasattr(value, "name") else "")
+def test_xla_serialized_module_runs_bit_identically_to_its_text(pb, text) -> None:
+    from neuron_sim.hlo.parser import parse_module
+    from neuron_sim.hlo.proto import read_module_file
+    from neuron_sim.interpreter.api import execute
+    from neuron_sim.topology import Topology
+
+    from_text = parse_module(text.read_text(), str(text))
+    from_proto = read_module_file(pb)
+    topology = Topology(from_text.replica_count, from_text.num_partitions)
+    a = execute(from_text, None, topology, seed=7).outputs
+    b = execute(from_proto, None, topology, seed=7).outputs
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert x.dtype == y.dtype and x.shape == y.shape
+        assert np.asarray(x).tobytes() == np.asarray(y).tobytes()
