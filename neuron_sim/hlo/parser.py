@@ -267,12 +267,17 @@ class _Parser:
         module.sections = self.parse_sections()
         names_seen: dict[str, int] = {}
         while not c.at_end():
+            self.inline_computations: list[HloComputation] = []
             comp, pos, wrapped = self.parse_computation()
             if comp.name in names_seen:
                 raise c.error(f"computation {comp.name} is defined twice", pos)
             if comp.is_entry and module.entry is not None:
                 raise c.error("expects only one ENTRY", pos)
             names_seen[comp.name] = pos
+            for inline in self.inline_computations:
+                inline.name = unique_name(inline.name, set(names_seen) | {
+                    other.name for other in module.computations})
+                module.add_computation(inline)
             for wrapped_comp in wrapped:
                 module.add_computation(wrapped_comp)
             module.add_computation(comp, entry=comp.is_entry)
@@ -304,6 +309,7 @@ class _Parser:
             if re.match(r"ENTRY\s", c.text[c.pos:c.pos + 6]):
                 return True
             c.name()
+            c.accept(":")
             return c.accept("{")
         except HloParseError:
             return False
@@ -379,6 +385,16 @@ class _Parser:
             c.skip()
             shape_pos = c.pos
             self.signatures.append((comp, self.parse_shape(), shape_pos))
+        wrapped = self.parse_computation_body(comp, start)
+        comp.trailing = self.parse_computation_attributes()
+        return comp, start, wrapped
+
+    # body ::= '{' instruction+ '}'
+    def parse_computation_body(self, comp: HloComputation, start: int) -> list[HloComputation]:
+        """Read the instructions of ``comp`` and resolve their operands (names are scoped to
+        the computation); returns the async wrapper computations its sugared ops create."""
+        c = self.c
+        name = comp.name
         c.expect("{", "'{' to open the computation body")
         by_name: dict[str, HloInstruction] = {}
         pendings: list[_PendingInstruction] = []
@@ -411,7 +427,6 @@ class _Parser:
             raise c.error(f"computation {name} has no instructions", start)
         comp.root = root if root is not None else comp.instructions[-1]
         self.name_tuple_elements(by_name)
-        comp.trailing = self.parse_computation_attributes()
         for pending in pendings:
             for ref, pos, _ in pending.operand_refs:
                 operand = ref if isinstance(ref, HloInstruction) else by_name.get(ref)
@@ -422,7 +437,20 @@ class _Parser:
         wrapped = [self.wrap_async(pending, comp) for pending in pendings
                    if pending.wrapped_opcode is not None]
         self.pending.extend(pendings)
-        return comp, start, [w for w in wrapped if w is not None]
+        return [w for w in wrapped if w is not None]
+
+    # inline_computation ::= '{' instruction+ '}'          (``to_apply={ ... }``)
+    def parse_inline_computation(self, key: str, pos: int) -> HloComputation:
+        """A computation written in the attribute that calls it, as XLA's ParseHloComputation
+        reads one: a new scope of names, the computation named ``_`` (made unique, as XLA's
+        module does), added to the module before the computation that calls it and printed,
+        like XLA prints it, as a computation of its own."""
+        saved = (self.anon_names, self.tuple_elements)
+        comp = HloComputation("_")
+        wrapped = self.parse_computation_body(comp, pos)
+        self.anon_names, self.tuple_elements = saved
+        self.inline_computations.extend(wrapped + [comp])
+        return comp
 
     def forget_tuple_elements(self, dropped: list[_PendingInstruction]) -> None:
         """Undo the tuple-element operands read on a path the operand parser abandoned."""
@@ -656,6 +684,13 @@ class _Parser:
             c.expect("=", f"'=' after attribute {key}")
             if key == "origin" and inst.shape is None:
                 raise c.error("expects instruction shape", key_pos)
+            c.skip()
+            if key in COMPUTATION_ATTRIBUTES and key not in COMPUTATION_LIST_ATTRIBUTES \
+                    and c.peek("{"):
+                if key in inst.attrs:
+                    raise c.error(f"attribute {key} is given twice", key_pos)
+                inst.attrs[key] = self.parse_inline_computation(key, c.pos)
+                continue
             if key == "literal":
                 if key in inst.attrs:
                     raise c.error(f"attribute {key} is given twice", key_pos)
@@ -819,7 +854,9 @@ class _Parser:
                     raise self.c.error(f"cannot infer the shape of %{inst.name}: "
                                        f"{', '.join(unknown)} has no shape yet (a cycle)", pos)
                 try:
-                    inferred = infer_shape(inst, topology)
+                    # XLA's shape inference ignores floating-point precision (its reducer
+                    # checks are CompatibleIgnoringFpPrecision); the verifier's option decides.
+                    inferred = infer_shape(inst, topology, allow_mixed_precision=True)
                 except HloCheckError as exc:
                     if inst.written_as_operand:
                         sigil = "%" if self.saw_percent else ""
@@ -934,11 +971,29 @@ class _Parser:
             layout = self.parse_layout(len(dims))
         return ArrayShape(element_type, tuple(dims), layout, tuple(dynamic))
 
+    def balanced_braces(self, what: str) -> str:
+        """The text from the '{' here to its matching '}', and nothing after it: a layout may
+        be followed by an opcode or an operand name with no space (``{1,0}parameter(0)``,
+        ``f32[4]{0}%x``), which XLA's lexer reads as the next token."""
+        c = self.c
+        start = depth = c.pos
+        depth = 0
+        for i in range(start, len(c.text)):
+            char = c.text[i]
+            if char in "{(":
+                depth += 1
+            elif char in "})":
+                depth -= 1
+                if depth == 0:
+                    c.pos = i + 1
+                    return c.text[start:c.pos]
+        raise c.error(f"unterminated {what}", start)
+
     # layout ::= '{' (int (',' int)*)? (':' text)? '}'
     def parse_layout(self, rank: int) -> Layout:
         c = self.c
         start = c.pos
-        text, _ = c.value("layout")
+        text = self.balanced_braces("layout")
         text = text[1:-1]
         order_text, _, extra = text.partition(":")
         order_text = order_text.strip()

@@ -19,7 +19,9 @@ def _check_start_indices(ctx: Context, first: int, rank: int, op: str) -> None:
     """Start indices from operand ``first`` on: ``rank`` integral scalars of one type (or XLA's
     older single rank-1 index vector)."""
     shapes = [ctx.array(i) for i in range(first, ctx.operand_count)]
-    if len(shapes) == 1 and shapes[0].rank == 1 and rank != 1:
+    # XLA tells the forms apart by the first index: a rank-1 one is the vector form, whatever
+    # the operand's rank (change_op_data_type_test AllTypesMustBeSame: f16[10], s32[1]).
+    if len(shapes) == 1 and shapes[0].rank == 1:
         if shapes[0].dims[0] != rank or not shapes[0].element_type.is_integral:
             raise Invalid(f"{op} start index vector {fmt(shapes[0])} must be integral with "
                           f"{rank} entries")

@@ -39,7 +39,16 @@ def _reduce(ctx: Context) -> Shape:
                                  [x.element_type for x in inputs], "to_apply")
     require_parameter_types(ctx, ctx.computation("to_apply"), ctx.operand_count, "to_apply")
     kept = [s for d, s in enumerate(inputs[0].dims) if d not in dims]
-    return tuple_or_single([array_shape(a.element_type, kept) for a in accumulators])
+    return _shaped_like_reducer(ctx, [array_shape(a.element_type, kept) for a in accumulators])
+
+
+def _shaped_like_reducer(ctx: Context, results: list[Shape]) -> Shape:
+    """A tuple when to_apply returns one, a 1-tuple included (XLA's algebraic simplifier tests
+    UnaryVariadicReduce / UnaryVariadicReduceWindow verify ``(f32[8,6,7]) reduce(p, c)`` with a
+    reducer returning ``(f32[])``); otherwise the one result."""
+    if isinstance(program_shape(ctx.computation("to_apply"))[1], TupleShape):
+        return TupleShape(tuple(results))
+    return tuple_or_single(results)
 
 
 @RULES.rule(Opcode.REDUCE_WINDOW)
@@ -51,7 +60,7 @@ def _reduce_window(ctx: Context) -> Shape:
     require_parameter_types(ctx, ctx.computation("to_apply"), ctx.operand_count, "to_apply")
     window = ctx.attr("window", Window(()))
     dims = window_output_dims(inputs[0].dims, window, "the input")
-    return tuple_or_single([array_shape(init.element_type, dims) for init in inits])
+    return _shaped_like_reducer(ctx, [array_shape(init.element_type, dims) for init in inits])
 
 
 @RULES.rule(Opcode.SELECT_AND_SCATTER)

@@ -42,12 +42,31 @@ def execution_threads(module: HloModule) -> dict[HloComputation, str]:
                 continue
             for called in inst.called_computations:
                 threads.setdefault(called, thread)
+                if called.syntax_sugar:
+                    _inherit_thread(called, thread, threads)
     for comp in module.computations:
         written = execution_thread(comp)
         if written is not None:
             threads[comp] = written
         threads.setdefault(comp, MAIN_THREAD)
     return threads
+
+
+def _inherit_thread(wrapped: HloComputation, thread: str,
+                    threads: dict[HloComputation, str]) -> None:
+    """What the op of a sugared async wrapper (``call-start(...), to_apply=f,
+    async_execution_thread="t"``) calls runs on the async thread, transitively: XLA's parser
+    sets the thread with SetThreadName over the wrapped computation's callees, async ops and
+    what they call aside (hlo_rematerialization_test AsyncComputation)."""
+    stack = [wrapped]
+    while stack:
+        for inst in stack.pop().instructions:
+            if inst.opcode in ASYNC_OPS:
+                continue
+            for called in inst.called_computations:
+                if called not in threads:
+                    threads[called] = thread
+                    stack.append(called)
 
 
 def _check_nested(comp: HloComputation, threads: dict[HloComputation, str], *,

@@ -342,7 +342,8 @@ def reduce(ctx, *arrays):
     init_values = [np.broadcast_to(i.reshape(i.shape[0], *([1] * len(kept))),
                                    (rows, *kept_sizes)) for i in inits]
     results = fold_last_axis(moved, init_values, ctx.attr("to_apply"), ctx)
-    return results if count > 1 else results[0]
+    # A reducer returning a 1-tuple makes the result a 1-tuple (the checker's reduce rule).
+    return results if count > 1 or ctx.inst.shape.is_tuple else results[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -407,14 +408,15 @@ def reduce_window(ctx, *arrays):
     identity = _identity(opcode, xs[0].dtype) if opcode is not None and count == 1 else None
     if identity is not None:
         filled = np.where(valid, gathered[0], np.array(identity).astype(xs[0].dtype))
-        return fold_last_axis([filled], init_values, computation, ctx)[0]
+        folded = fold_last_axis([filled], init_values, computation, ctx)
+        return folded if ctx.inst.shape.is_tuple else folded[0]
     combine = ctx.elementwise(computation)
     accs = [np.array(i, copy=True) for i in init_values]
     for k in range(window_size):
         result = combine(*accs, *(g[..., k] for g in gathered))
         result = list(result) if isinstance(result, tuple) else [result]
         accs = [np.where(valid[..., k], r, a) for r, a in zip(result, accs)]
-    return accs if count > 1 else accs[0]
+    return accs if count > 1 or ctx.inst.shape.is_tuple else accs[0]
 
 
 @implements(Opcode.SELECT_AND_SCATTER)
