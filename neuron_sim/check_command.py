@@ -28,11 +28,11 @@ from pathlib import Path
 
 from neuron_sim.commands import (EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, add_command,
                                  add_json_argument, error_message, print_json,
-                                 topology_from_args)
+                                 inferred_topology, topology_from_args)
 from neuron_sim.errors import UserError
 from neuron_sim.hlo.proto import ProtoError
 from neuron_sim.hlo import HloModule, HloParseError, Opcode
-from neuron_sim.hlo.checker import HloCheckError, check_module, smallest_topology
+from neuron_sim.hlo.checker import HloCheckError, check_module
 from neuron_sim.physical_groups import flattened_replica_groups
 from neuron_sim.topology import Topology, group_mode
 
@@ -118,18 +118,7 @@ def module_files(paths: list[str]) -> list[str]:
 def _topology(args: argparse.Namespace, module: HloModule) -> tuple[Topology, bool]:
     """The topology options' topology, else the header's, the counts the header leaves out
     inferred from the collectives; and whether anything was inferred."""
-    explicit = args.replicas is not None or args.partitions is not None \
-        or args.device_assignment
-    header_r = module.header.get("replica_count")
-    header_p = module.header.get("num_partitions")
-    if not explicit and (header_r is None or header_p is None):
-        inferred = smallest_topology(
-            module, replica_count=None if header_r is None else int(header_r),
-            num_partitions=None if header_p is None else int(header_p))
-        if inferred is not None and inferred != Topology(module.replica_count,
-                                                         module.num_partitions):
-            return inferred, True
-    return topology_from_args(args, module), False
+    return topology_from_args(args, module), inferred_topology(args, module) is not None
 
 
 @dataclass

@@ -190,10 +190,37 @@ def load_module(path: str) -> HloModule:
     return read_module_file(path)
 
 
+def inferred_topology(args: argparse.Namespace, module: HloModule) -> Topology | None:
+    """When neither the topology options nor the module header give both device counts (XLA's
+    tests and torch_xla's graphs keep them in the module config): the smallest topology the
+    collectives' groups are valid on, keeping the counts that are given
+    (``hlo.checks.groups.smallest_topology``); None when nothing needs inferring or the
+    collectives fix nothing beyond the header's defaults."""
+    from neuron_sim.hlo.checks.groups import smallest_topology
+    from neuron_sim.topology import Topology
+
+    explicit = getattr(args, "replicas", None) is not None \
+        or getattr(args, "partitions", None) is not None or getattr(args, "device_assignment", None)
+    header_r = module.header.get("replica_count")
+    header_p = module.header.get("num_partitions")
+    if explicit or (header_r is not None and header_p is not None):
+        return None
+    inferred = smallest_topology(
+        module, replica_count=None if header_r is None else int(header_r),
+        num_partitions=None if header_p is None else int(header_p))
+    if inferred is None or inferred == Topology(module.replica_count, module.num_partitions):
+        return None
+    return inferred
+
+
 def topology_from_args(args: argparse.Namespace, module: HloModule) -> Topology:
-    """The topology the user asked for, defaulting to the module header's counts."""
+    """The topology the user asked for, defaulting to the module header's counts, and where the
+    header leaves them out, to what the collectives need (``inferred_topology``)."""
     from neuron_sim.topology import Topology, TopologyError, parse_device_assignment
 
+    inferred = inferred_topology(args, module)
+    if inferred is not None:
+        return inferred
     replicas = args.replicas if args.replicas is not None else module.replica_count
     partitions = args.partitions if args.partitions is not None else module.num_partitions
     assignment = None

@@ -172,3 +172,22 @@ def test_a_tuple_all_to_all_with_empty_groups_fixes_the_group_size(tmp_path, cap
     # Given counts still rule: 2 replicas cannot hold a 4-operand exchange.
     assert main(["check", str(tmp_path / "a.hlo"), "--replicas", "2"]) == 1
     assert "4 operands but the replica group size is 2" in capsys.readouterr().out
+
+
+def test_run_infers_the_same_topology_and_exchanges_operands(tmp_path, capsys):
+    """``run`` uses the inference too (one topology rule for every command). Device d gives
+    operand i the value 10*d + i; XLA's tuple all-to-all hands operand i of device d to device
+    i as its result d, so device d's result j is device j's operand d: 10*j + d."""
+    import numpy as np
+
+    module = tmp_path / "a.hlo"
+    module.write_text(A2A_EMPTY_GROUPS % "")
+    inputs = {f"arg{i}": np.array([[10 * d + i] * 2 for d in range(4)], np.float32)
+              for i in range(4)}
+    np.savez(tmp_path / "in.npz", **inputs)
+    assert main(["run", str(module), "--inputs", str(tmp_path / "in.npz"),
+                 "-o", str(tmp_path / "out.npz")]) == 0
+    out = np.load(tmp_path / "out.npz")
+    for j in range(4):
+        assert out[f"out{j}"].shape == (4, 2)
+        assert [out[f"out{j}"][d][0] for d in range(4)] == [10 * j + d for d in range(4)]
