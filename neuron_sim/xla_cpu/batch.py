@@ -18,6 +18,15 @@ from neuron_sim.hlo.ir import HloModule
 from neuron_sim.hlo.shapes import Shape
 
 _MODULE_MENTION = re.compile(r"\bb(\d+)_")
+_MESH = re.compile(r"replica_groups=(mesh\[[^\]]*\])")
+
+
+def meshes(module: HloModule) -> frozenset[str]:
+    """The mesh declarations (``mesh['x'=4,'y'=2]``) the module's mesh-form replica groups
+    use. XLA:CPU reads every mesh-form group of a module on one of its meshes when it has
+    several (tests/data/xla_oracle/two_meshes), so only modules with the same meshes are
+    batched together."""
+    return frozenset(_MESH.findall(module.to_text()))
 
 
 def _leaf_paths(shape: Shape, prefix: tuple[int, ...] = ()) -> list[tuple[tuple[int, ...], Shape]]:

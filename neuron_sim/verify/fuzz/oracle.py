@@ -40,6 +40,7 @@ from neuron_sim.interpreter.arguments import draw_inputs
 from neuron_sim.verify.fuzz.generator import StopDrawing, draw_modules, fuzz_modules
 from neuron_sim.verify.fuzz.oracle_compare import Comparison, compare_outputs
 from neuron_sim.verify.fuzz.runner import module_shape, topology_class
+from neuron_sim.xla_cpu.batch import meshes
 from neuron_sim.verify.fuzz.xla_differences import explain
 from neuron_sim.verify.minimize import minimize_case
 from neuron_sim.verify.result import Counterexample, Status, VerificationResult
@@ -49,6 +50,7 @@ RUN_SECONDS = 20.0
 BATCH = 24  # modules drawn before XLA compiles them (those of one topology together)
 MINIMIZE_LIMIT = 20  # unexplained disagreements minimized per campaign (the rest are counted)
 UNEXPLAINED = "unexplained"
+AGREE = ("exact", "tolerance")
 
 
 @dataclass
@@ -90,6 +92,7 @@ class OracleCampaign:
     xla_seconds: float = 0.0
     ours_seconds: float = 0.0
     minimize_seconds: float = 0.0
+    batch_only: int = 0
 
     @property
     def failures(self) -> list[Disagreement]:
@@ -110,7 +113,7 @@ class OracleCampaign:
 
     @property
     def explained(self) -> int:
-        return sum(n for k, n in self.by_class.items() if k.startswith("xla:"))
+        return sum(n for k, n in self.by_class.items() if k.startswith(("xla:", "xla bug:")))
 
     def to_json(self) -> dict:
         """``{"compared", "agree", "explained", "unexplained", "by_class", ...}``."""
@@ -122,6 +125,7 @@ class OracleCampaign:
                 "xla_seconds": round(self.xla_seconds, 3),
                 "interpreter_seconds": round(self.ours_seconds, 3),
                 "minimize_seconds": round(self.minimize_seconds, 3),
+                "batch_only_differences": self.batch_only,
                 "disagreements": [d.to_json() for d in self.disagreements]}
 
 
@@ -132,6 +136,7 @@ class OracleRun:
         self.xla = xla  # a neuron_sim.xla_cpu.XlaCpu (or anything with its run method)
         self.xla_seconds = 0.0
         self.ours_seconds = 0.0
+        self.batch_only = 0  # differences that went away when the module was compiled alone
 
     def ours(self, module: HloModule, topology: Topology, inputs: list
              ) -> list[np.ndarray] | Outcome:
@@ -155,7 +160,7 @@ class OracleRun:
         if comparison.verdict != "differ":
             return Outcome(comparison.verdict, comparison)
         klass = explain(module, topology, comparison, ours, theirs)
-        return Outcome(f"xla: {klass}" if klass else UNEXPLAINED, comparison,
+        return Outcome(klass or UNEXPLAINED, comparison,
                        detail="; ".join(m.summary() for m in comparison.mismatches))
 
     def outcome(self, module: HloModule, topology: Topology, inputs: list) -> Outcome:
@@ -184,7 +189,7 @@ class OracleRun:
 
         results: list[Outcome | None] = [None] * len(modules)
         ours_of: dict[int, list[np.ndarray]] = {}
-        groups: dict[Topology, list[int]] = {}
+        groups: dict[tuple, list[int]] = {}
         for i, (module, given) in enumerate(zip(modules, inputs)):
             topology = Topology(module.replica_count, module.num_partitions)
             ours = self.ours(module, topology, given)
@@ -192,16 +197,25 @@ class OracleRun:
                 results[i] = ours
                 continue
             ours_of[i] = ours
-            groups.setdefault(topology, []).append(i)
-        for topology, indices in groups.items():
+            groups.setdefault((topology, meshes(module)), []).append(i)
+        for (topology, _), indices in groups.items():
             started = time.perf_counter()
             items = [(modules[i], per_device_arguments(modules[i], inputs[i],
                                                        topology.num_devices)) for i in indices]
             theirs = self.xla.run_batch(items, topology)
             self.xla_seconds += time.perf_counter() - started
             for i, result in zip(indices, theirs):
-                results[i] = refused(str(result)) if isinstance(result, XlaRefused) else \
-                    self.judge(modules[i], topology, ours_of[i], result)
+                if isinstance(result, XlaRefused):
+                    results[i] = refused(str(result))
+                    continue
+                outcome = self.judge(modules[i], topology, ours_of[i], result)
+                if outcome.klass not in AGREE and len(indices) > 1:
+                    # Judged on the module compiled alone: a batch must not make a difference.
+                    alone = self.outcome(modules[i], topology, inputs[i])
+                    if alone.klass != outcome.klass:
+                        self.batch_only += 1
+                    outcome = alone
+                results[i] = outcome
         return results  # type: ignore[return-value]
 
 
@@ -360,6 +374,7 @@ def run_oracle_campaign(*, examples: int | None = None, seconds: float | None = 
     campaign.seconds = time.perf_counter() - started
     campaign.xla_seconds = run.xla_seconds
     campaign.ours_seconds = run.ours_seconds
+    campaign.batch_only = run.batch_only
     return campaign
 
 

@@ -1,24 +1,158 @@
-"""Documented XLA:CPU runtime differences, each recognized by a classifier.
+"""Documented XLA:CPU runtime differences and known XLA bugs, each recognized by a classifier.
 
 Each classifier looks at a module whose outputs differ (``oracle_compare.Comparison``) and
 says whether every mismatch is explained by one difference written in docs/semantics.md
-(section "XLA:CPU runtime differences", with a minimal module each). ``explain`` returns the
-first class whose classifier accepts, or None: an unexplained disagreement.
+(section "XLA:CPU runtime differences", each with a minimal module) or by one XLA bug kept
+under tests/data/xla_oracle/. ``explain`` returns the class of the first classifier that
+accepts, or None: an unexplained disagreement. A classifier accepts only mismatches in outputs
+that depend on the construct it names (``_depends``), so one construct cannot excuse a
+difference elsewhere in the module.
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
+import ml_dtypes
 import numpy as np
 
-from neuron_sim.hlo.ir import HloModule
+from neuron_sim.hlo.ir import HloInstruction, HloModule, dependencies
+from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.topology import Topology
-from neuron_sim.verify.fuzz.oracle_compare import Comparison
+from neuron_sim.verify.fuzz.oracle_compare import Comparison, Mismatch
+from neuron_sim.xla_cpu.batch import meshes
 
 Classifier = Callable[[HloModule, Topology, Comparison, list, list], bool]
 
-CLASSIFIERS: dict[str, Classifier] = {}
+NON_IDENTITY_INIT = "xla: reduce init value not an identity"
+FUSED_MULTIPLY_ADD = "xla: fused multiply-add"
+SEVERAL_MESHES = "xla bug: several meshes in one module"
+FMA_ULPS = 4
+
+_REDUCING_WITH_INIT = (Opcode.REDUCE, Opcode.REDUCE_WINDOW)
+
+
+def _leaf_roots(module: HloModule, leaf: int) -> list[HloInstruction]:
+    root = module.entry.root
+    if root.opcode is Opcode.TUPLE and leaf < len(root.operands):
+        return [root.operands[leaf]]
+    return [root]
+
+
+def _depends(module: HloModule, mismatches: list[Mismatch],
+             suspect: Callable[[HloInstruction], bool]) -> bool:
+    """Every mismatched output depends on an instruction ``suspect`` accepts."""
+    for m in mismatches:
+        upstream = dependencies(*_leaf_roots(module, m.leaf), into_calls=True)
+        if not any(suspect(inst) for inst in upstream):
+            return False
+    return True
+
+
+def _identity(opcode: Opcode, dtype: np.dtype) -> list | None:
+    """The values that are an identity of ``opcode`` on ``dtype`` (None: not a monoid op)."""
+    if opcode in (Opcode.ADD, Opcode.OR, Opcode.XOR):
+        return [0]
+    if opcode is Opcode.MULTIPLY:
+        return [1]
+    if opcode is Opcode.AND:
+        return [-1, True, np.iinfo(dtype).max if dtype.kind == "u" else -1]
+    if opcode in (Opcode.MAXIMUM, Opcode.MINIMUM):
+        if dtype.kind == "b":
+            return [opcode is Opcode.MINIMUM]
+        info = np.iinfo(dtype) if dtype.kind in "iu" else ml_dtypes.finfo(dtype)
+        if opcode is Opcode.MAXIMUM:
+            return [info.min] + ([-np.inf] if dtype.kind not in "iu" else [])
+        return [info.max] + ([np.inf] if dtype.kind not in "iu" else [])
+    return None
+
+
+def non_identity_init(inst: HloInstruction) -> bool:
+    """A reduce or reduce-window whose init value is a constant that is not the identity of
+    its combiner. XLA assumes it is one: its algebraic simplifier drops the init of a
+    reduction over one element (a reshape) and splits reductions, folding the init in more
+    than once or not at all (docs/semantics.md)."""
+    if inst.opcode not in _REDUCING_WITH_INIT:
+        return False
+    body = inst.to_apply
+    root = body.root
+    if root is None or root.opcode.category.name != "BINARY" or any(
+            op.opcode is not Opcode.PARAMETER for op in root.operands):
+        return True  # a combiner that is not one binary op: its identity is unknown
+    half = len(inst.operands) // 2
+    for init in inst.operands[half:]:
+        if init.opcode is not Opcode.CONSTANT or init.literal is None:
+            return True  # a computed init: nothing says it is the identity
+        value = np.asarray(init.literal.value)
+        identity = _identity(root.opcode, value.dtype)
+        if identity is None:
+            return True
+        if not any(_same(value, i) for i in identity):
+            return True
+    return False
+
+
+def _same(value: np.ndarray, identity) -> bool:
+    try:
+        return bool(np.all(value.astype(np.float64) == float(identity)))
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+def _is_fma_candidate(inst: HloInstruction) -> bool:
+    """A float add or subtract with an operand that is a float multiply (possibly across a
+    call, conditional or fusion boundary, which XLA inlines before LLVM contracts them)."""
+    if inst.opcode not in (Opcode.ADD, Opcode.SUBTRACT) or not inst.shape.is_array or \
+            not inst.shape.element_type.is_float:
+        return False
+    products = dependencies(*inst.operands, into_calls=True)
+    return any(p.opcode in (Opcode.MULTIPLY, Opcode.DOT) for p in products)
+
+
+def _fma_sized(comparison: Comparison, ours: list, xla: list) -> bool:
+    """Every mismatch is a few ulps of its output's largest magnitude (at least 1)."""
+    for m in comparison.mismatches:
+        a = np.asarray(ours[m.leaf]).astype(np.float64)
+        b = np.asarray(xla[m.leaf]).astype(np.float64)
+        if not (np.isfinite(a).all() and np.isfinite(b).all()):
+            return False
+        eps = float(ml_dtypes.finfo(np.asarray(ours[m.leaf]).dtype).eps)
+        axes = tuple(range(1, a.ndim))
+        scale = np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)).max(axis=axes, keepdims=True)
+                           if axes else np.maximum(np.abs(a), np.abs(b)))
+        if np.any(np.abs(a - b) > FMA_ULPS * eps * scale):
+            return False
+    return True
+
+
+def reduce_init(module: HloModule, topology: Topology, comparison: Comparison,
+                ours: list, xla: list) -> bool:
+    return _depends(module, comparison.mismatches, non_identity_init)
+
+
+def fused_multiply_add(module: HloModule, topology: Topology, comparison: Comparison,
+                       ours: list, xla: list) -> bool:
+    return all(m.dtype not in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
+                               "uint32", "uint64") for m in comparison.mismatches) and \
+        _depends(module, comparison.mismatches, _is_fma_candidate) and \
+        _fma_sized(comparison, ours, xla)
+
+
+def several_meshes(module: HloModule, topology: Topology, comparison: Comparison,
+                   ours: list, xla: list) -> bool:
+    """XLA bug: with two mesh declarations in one module, XLA:CPU reads a collective's
+    mesh-form groups on the other mesh (tests/data/xla_oracle/two_meshes)."""
+    if len(meshes(module)) < 2:
+        return False
+    return _depends(module, comparison.mismatches,
+                    lambda inst: "replica_groups=mesh[" in inst.to_text())
+
+
+CLASSIFIERS: dict[str, Classifier] = {
+    SEVERAL_MESHES: several_meshes,
+    NON_IDENTITY_INIT: reduce_init,
+    FUSED_MULTIPLY_ADD: fused_multiply_add,
+}
 
 
 def explain(module: HloModule, topology: Topology, comparison: Comparison,
