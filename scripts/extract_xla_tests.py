@@ -8,7 +8,8 @@ as ``"known": "cause: detail"``, and print the causes with their counts for ``do
 ``SRC_DIR`` holds a copy of XLA's source tree (at least the ``*_test.cc`` files and the ``.hlo``
 files named below, at their paths inside the repository). The script writes one ``.hlo`` file per
 module, ``OUT/<source-file-stem>/<test-name>.hlo``, and ``OUT/manifest.json``; it keeps the
-``known`` disagreement notes of an existing manifest for modules that are extracted again.
+``known`` disagreement notes and ``rejected_later`` marks of an existing manifest for modules
+that are extracted again.
 
 A module's expectation is read from what the test asserts, never guessed from the text:
 
@@ -41,38 +42,23 @@ PARSER_TEST = "xla/hlo/parser/hlo_parser_test.cc"
 VERIFIER_TEST = "xla/service/hlo_verifier_test.cc"
 FUZZ_DIR = "xla/tests/fuzz"
 
-# Pass and analysis tests whose inputs are verified modules: (path, most modules taken).
-PASS_TESTS: tuple[tuple[str, int], ...] = (
-    ("xla/hlo/transforms/simplifiers/algebraic_simplifier_test.cc", 40),
-    ("xla/service/spmd/spmd_partitioner_test.cc", 40),
-    ("xla/hlo/evaluator/hlo_evaluator_test.cc", 30),
-    ("xla/hlo/transforms/collectives/all_reduce_combiner_test.cc", 10),
-    ("xla/hlo/transforms/collectives/all_gather_combiner_test.cc", 10),
-    ("xla/hlo/transforms/collectives/all_gather_broadcast_reorder_test.cc", 8),
-    ("xla/hlo/transforms/collectives/collective_quantizer_test.cc", 8),
-    ("xla/hlo/transforms/collectives/collective_transformation_reorderer_test.cc", 10),
-    ("xla/hlo/transforms/collectives/all_reduce_contiguous_test.cc", 5),
-    ("xla/hlo/transforms/simplifiers/all_reduce_folder_test.cc", 10),
-    ("xla/hlo/transforms/simplifiers/hlo_dce_test.cc", 10),
-    ("xla/hlo/transforms/simplifiers/sort_simplifier_test.cc", 8),
-    ("xla/hlo/transforms/simplifiers/tuple_simplifier_test.cc", 8),
-    ("xla/hlo/transforms/simplifiers/reshape_mover_test.cc", 8),
-    ("xla/hlo/transforms/expanders/dot_decomposer_test.cc", 8),
-    ("xla/service/reduce_scatter_combiner_test.cc", 10),
-    ("xla/service/reduce_scatter_decomposer_test.cc", 10),
-    ("xla/service/reduce_scatter_reassociate_test.cc", 10),
-    ("xla/service/all_reduce_simplifier_test.cc", 10),
-    ("xla/service/all_gather_decomposer_test.cc", 10),
-    ("xla/service/collective_permute_decomposer_test.cc", 10),
-    ("xla/service/all_reduce_reassociate_test.cc", 10),
-    ("xla/service/all_reduce_promotion_test.cc", 5),
-    ("xla/service/while_loop_simplifier_test.cc", 15),
-    ("xla/service/while_loop_unroller_test.cc", 10),
-    ("xla/service/conditional_simplifier_test.cc", 10),
-    ("xla/service/gather_expander_test.cc", 8),
-    ("xla/service/scatter_expander_test.cc", 8),
-    ("xla/service/gpu/transforms/reduce_scatter_creator_test.cc", 10),
-)
+# Every other test file of the tree (pass, analysis and backend tests) contributes all the
+# modules it parses and verifies or rejects; SKIPPED_DIRS hold no HLO tests of XLA's own.
+SKIPPED_DIRS = ("third_party/",)
+
+
+def other_test_files(root: Path) -> list[str]:
+    """The ``*_test.cc`` files under ``root`` other than the parser's and the verifier's."""
+    found = []
+    for path in sorted(root.rglob("*_test.cc")):
+        rel = path.relative_to(root).as_posix()
+        if rel not in (PARSER_TEST, VERIFIER_TEST) and not rel.startswith(SKIPPED_DIRS):
+            found.append(rel)
+    return found
+
+# The notes a regeneration keeps for a module extracted again: ``known`` (written by
+# --measure) and ``rejected_later`` (a parse-time rejection neuron-sim makes in its checker).
+KEPT_NOTES = ("known", "rejected_later")
 
 RAW_STRING = re.compile(r'R"([^()\\\s]{0,16})\((.*?)\)\1"', re.S)
 TEST_HEAD = re.compile(r"^(?:TEST_F|TEST|TEST_P)\(\s*(\w+)\s*,\s*(\w+)\s*\)\s*\{", re.M)
@@ -489,6 +475,8 @@ CAUSES: tuple[tuple[str, str], ...] = (
     (r"round-trip case does not print back", "printer: a round-trip case is not printed verbatim"),
     (r"print -> parse -> print|does not parse back", "printer: printed text does not reparse "
      "to itself"),
+    (r"XLA accepts, neuron-sim's checker.*\b(?:send|recv)", "checker stricter: send / recv "
+     "shapes"),
     (r"XLA accepts, neuron-sim's checker", "checker stricter than XLA"),
     (r"XLA accepts, neuron-sim's parser", "parser stricter than XLA"),
     (r"Overflow|Underflow|out of range", "parser laxer: constants out of their type's range"),
@@ -580,9 +568,8 @@ def main(argv: list[str] | None = None) -> int:
     modules = extract_parser_tables(args.src) + extract_tests(args.src, PARSER_TEST)
     modules += extract_tests(args.src, VERIFIER_TEST)
     modules += extract_fuzz(args.src)
-    for path, limit in PASS_TESTS:
-        if limit and (args.src / path).exists():
-            modules += extract_tests(args.src, path, limit)
+    for path in other_test_files(args.src):
+        modules += extract_tests(args.src, path)
     seen: set[str] = set()
     unique = []
     for module in modules:
@@ -595,7 +582,7 @@ def main(argv: list[str] | None = None) -> int:
     known = {}
     if manifest_path.exists():
         old = json.loads(manifest_path.read_text(encoding="utf-8"))
-        known = {m["file"]: m["known"] for m in old["modules"] if "known" in m}
+        known = {m["file"]: {k: m[k] for k in KEPT_NOTES if k in m} for m in old["modules"]}
     entries = []
     for module in unique:
         target = args.out / module.file
@@ -606,8 +593,7 @@ def main(argv: list[str] | None = None) -> int:
                  "round_trip": module.round_trip, "replica_count": module.replica_count,
                  "num_partitions": module.num_partitions,
                  "allow_mixed_precision": module.allow_mixed_precision}
-        if module.file in known:
-            entry["known"] = known[module.file]
+        entry.update(known.get(module.file, {}))
         entries.append(entry)
     manifest = {"repository": args.repository, "commit": args.commit, "modules": entries}
     manifest_path.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")

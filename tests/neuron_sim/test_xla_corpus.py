@@ -9,6 +9,12 @@ note is removed (``docs/xla-corpus.md`` groups the notes by cause).
 
 Beyond the verdict, every module XLA accepts must print stably (print -> parse -> print gives the
 same text), and the modules of XLA's round-trip tables must print back verbatim.
+
+The corpus holds every module of XLA's test files (about 3,900); the per-module tests run a fixed
+sample of it (the parser's and the verifier's tests, the fuzz modules, every known disagreement
+and one in ``SAMPLE_EVERY`` of the other files' modules) to keep the suite fast.
+``python scripts/extract_xla_tests.py --measure`` judges all of them and writes the known notes
+that ``test_known_disagreements_stay_within_the_bars`` holds to the bars.
 """
 
 from __future__ import annotations
@@ -28,8 +34,13 @@ from neuron_sim.topology import Topology
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "xla"
 MANIFEST = json.loads((CORPUS / "manifest.json").read_text(encoding="utf-8"))
 ENTRIES: list[dict] = MANIFEST["modules"]
-AGREEMENT_BAR = 0.99
+# Of the modules XLA accepts, at least ACCEPT_BAR must be accepted; of those it rejects, at
+# least REJECT_BAR rejected (measured on the whole corpus: 3,745 of 3,754 and 147 of 147).
+ACCEPT_BAR = 0.997
+REJECT_BAR = 0.99
 ACCEPTING = ("accepted", "parses")
+CORE_SOURCES = ("xla/hlo/parser/hlo_parser_test.cc", "xla/service/hlo_verifier_test.cc")
+SAMPLE_EVERY = 10
 # The stage of neuron-sim that should reject what each of XLA's stages rejects.
 STAGES = {"rejected_parser": "parser", "rejected_verifier": "checker"}
 STAGE_NAMES = {"rejected_parser": "XLA's parser", "rejected_verifier": "XLA's verifier"}
@@ -109,17 +120,27 @@ def disagreement(entry: dict) -> str:
     return ""
 
 
+def in_sample(index: int, entry: dict) -> bool:
+    """Whether the per-module tests run ``entry`` (the ``index``-th of the manifest)."""
+    return (entry["source"] in CORE_SOURCES or entry["source"].startswith("xla/tests/fuzz/")
+            or "known" in entry or index % SAMPLE_EVERY == 0)
+
+
+SAMPLE = [e for i, e in enumerate(ENTRIES) if in_sample(i, e)]
+
+
 def _params() -> list:
     marks = {e["file"]: pytest.mark.xfail(strict=True, reason=e["known"])
-             for e in ENTRIES if "known" in e}
-    return [pytest.param(e, id=e["file"], marks=marks.get(e["file"], ())) for e in ENTRIES]
+             for e in SAMPLE if "known" in e}
+    return [pytest.param(e, id=e["file"], marks=marks.get(e["file"], ())) for e in SAMPLE]
 
 
-def test_corpus_has_at_least_400_modules_of_both_verdicts():
+def test_corpus_has_at_least_3800_modules_of_both_verdicts():
     expectations = [e["expectation"] for e in ENTRIES]
-    assert len(ENTRIES) >= 400
-    assert sum(x.startswith("rejected") for x in expectations) >= 50
+    assert len(ENTRIES) >= 3800
+    assert sum(x.startswith("rejected") for x in expectations) >= 140
     assert all((CORPUS / e["file"]).is_file() for e in ENTRIES)
+    assert 600 <= len(SAMPLE) <= 1000
 
 
 @pytest.mark.parametrize("entry", _params())
@@ -127,9 +148,13 @@ def test_neuron_sim_gives_xlas_verdict(entry: dict):
     assert disagreement(entry) == ""
 
 
-def test_known_disagreements_stay_within_the_bar():
-    """Each entry's own test holds its verdict; the bar is a bound on how many may be known."""
-    assert sum("known" in e for e in ENTRIES) <= (1 - AGREEMENT_BAR) * len(ENTRIES)
+def test_known_disagreements_stay_within_the_bars():
+    """Each sampled entry's own test holds its verdict, ``--measure`` the others'; the bars bound
+    how many may be known, among the modules XLA accepts and among those it rejects."""
+    accepting = [e for e in ENTRIES if e["expectation"] in ACCEPTING]
+    rejecting = [e for e in ENTRIES if e["expectation"] not in ACCEPTING]
+    assert sum("known" not in e for e in accepting) >= ACCEPT_BAR * len(accepting)
+    assert sum("known" not in e for e in rejecting) >= REJECT_BAR * len(rejecting)
 
 
 STAGED = [e for e in ENTRIES if e["expectation"] in STAGES]
