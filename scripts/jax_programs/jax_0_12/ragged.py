@@ -211,3 +211,49 @@ def define(corpus) -> None:
              ["mesh3d", "axis_order"],
              mesh=(2, 2, 2), axes=("a", "b", "c"), over=("c", "b", "a"), tokens_shape=(3, 4),
              dtype=np.float32, capacity=8)
+
+    # ---- MoE round trip: dispatch, a per-expert computation, and the combine back ----
+    def round_trip(axis, n, capacity):
+        def fn(tokens, dest):
+            dest = dest.reshape(-1)
+            x = tokens[jnp.argsort(dest, stable=True)]
+            send = jnp.sum(dest[:, None] == jnp.arange(n)[None, :], axis=0).astype(jnp.int32)
+            in_off = jnp.cumsum(send) - send
+            recv = lax.all_to_all(send, axis, 0, 0, tiled=True)
+            recv_off = jnp.cumsum(recv) - recv
+            out_off = lax.all_to_all(recv_off, axis, 0, 0, tiled=True)
+            buf = jnp.zeros((capacity,) + x.shape[1:], x.dtype)
+            got = lax.ragged_all_to_all(x, buf, in_off, send, out_off, recv, axis_name=axis)
+            # each block goes back to its sender, landing where it left from
+            back_off = lax.all_to_all(in_off, axis, 0, 0, tiled=True)
+            return lax.ragged_all_to_all(got * 2.0 - 1.0, jnp.zeros_like(x), recv_off, recv,
+                                         back_off, send, axis_name=axis)
+        return fn
+
+    def round_trip_case(name, description, features, *, mesh, axes, over, t, capacity):
+        groups = mesh_groups(mesh, axes, over)
+        n, devices = len(groups[0]), int(np.prod(mesh))
+        tokens = corpus.small(r(name + "x"), (devices * t, 4))
+        dest = routing(name, devices, t, n, capacity, groups).reshape(devices * t)
+        spec = P(tuple(axes)) if len(axes) > 1 else P(axes[0])
+
+        def expected(tok, dst):
+            """Analytic, not emulated: every token comes back to its own device, in the order
+            its device sorted them, as 2 * x - 1."""
+            rows = [tok[f][np.argsort(dst[f], kind="stable")] for f in range(tok.shape[0])]
+            return [np.stack(rows) * np.float32(2.0) - np.float32(1.0)]
+
+        corpus.spmd(name, description, ["ragged_all_to_all", "moe_dispatch", "moe_combine",
+                                        "all_to_all", *features],
+                    round_trip(over if len(over) > 1 else over[0], n, capacity),
+                    [tokens, dest], mesh=mesh, axes=axes, in_specs=(spec, spec),
+                    out_specs=spec, emulate=expected)
+
+    round_trip_case("spmd_ragged_moe_round_trip_8",
+                    "MoE dispatch over 8 devices, experts compute 2x-1, and a second "
+                    "ragged_all_to_all sends every block back to where it came from; expected: "
+                    "the device's own tokens sorted by destination, as 2x-1", [],
+                    mesh=(8,), axes=("i",), over=("i",), t=6, capacity=16)
+    round_trip_case("spmd_ragged_moe_round_trip_yx_2x4",
+                    "the MoE round trip over ('y','x') of a (2,4) mesh", ["mesh2d", "axis_order"],
+                    mesh=(2, 4), axes=("x", "y"), over=("y", "x"), t=5, capacity=12)
