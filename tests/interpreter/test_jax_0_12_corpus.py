@@ -93,15 +93,26 @@ def test_ragged_modules_say_their_outputs_are_emulated():
                if "ragged-all-to-all" not in e["features"])
 
 
-def test_ragged_emulation_reproduces_jax_test_results():
-    """spmd_ragged_jax_test_x2 holds the inputs of JAX's test_ragged_all_to_all, whose stated
-    result is [[1, 3, 0, 0], [2, 2, 4, 0]] (two devices, uneven slices); the stored expectation
-    must be exactly that, and neuron-sim must produce it."""
-    data = read_npz(CORPUS / "spmd_ragged_jax_test_x2.npz")
-    assert data["out0"].reshape(2, 4).tolist() == [[1, 3, 0, 0], [2, 2, 4, 0]]
-    module = parse_module_file(CORPUS / "spmd_ragged_jax_test_x2.hlo")
+JAX_RAGGED_TESTS = {
+    # module: the result JAX's ragged_collective_test.py states for the same inputs
+    "spmd_ragged_jax_test_x2": [[1, 3, 0, 0], [2, 2, 4, 0]],
+    "spmd_ragged_axis_index_groups_x4": [[1, 3, 0, 0], [2, 2, 4, 0], [10, 30, 0, 0],
+                                         [20, 20, 40, 0]],
+    "spmd_ragged_degenerate_x2": [[0, 0, 1, 0], [0, 2, 3, 4]],
+}
+
+
+@pytest.mark.parametrize("name", sorted(JAX_RAGGED_TESTS))
+def test_ragged_modules_give_the_results_jax_tests_state(name):
+    """These modules hold the inputs of JAX's test_ragged_all_to_all (two devices, uneven
+    slices), ..._axis_index_groups (groups {0,1},{2,3}) and ..._degenerate_groups (singleton
+    groups); the stored expectation and neuron-sim's result must both be what JAX's test says."""
+    want = JAX_RAGGED_TESTS[name]
+    data = read_npz(CORPUS / f"{name}.npz")
+    assert data["out0"].reshape(len(want), 4).tolist() == want
+    module = parse_module_file(CORPUS / f"{name}.hlo")
     (got,) = interpreter.run(module, {k: v for k, v in data.items() if k.startswith("arg")})
-    assert got.reshape(2, 4).tolist() == [[1, 3, 0, 0], [2, 2, 4, 0]]
+    assert got.reshape(len(want), 4).tolist() == want
 
 
 CHECKED = _sampled(MANIFEST)
