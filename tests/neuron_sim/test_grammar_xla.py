@@ -639,3 +639,164 @@ ENTRY e {
 """
     with pytest.raises(HloParseError, match="attribute calls is expected"):
         parse_module(text)
+
+
+# -- computations written inline in an attribute (XLA's ParseHloComputation with '{') --------
+
+INLINE = """HloModule inline
+ENTRY e {
+  p = f32[2,3] parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[2] reduce(p, z), dimensions={1}, to_apply=
+  {
+    a = f32[] parameter(0)
+    b = f32[] parameter(1)
+    ROOT s = f32[] add(a, b)
+  }
+}
+"""
+
+
+def test_a_computation_written_in_its_attribute_is_a_computation_of_its_own():
+    """hlo_cost_analysis_test writes ``calls=`` then the body on the next lines: the body is a
+    new scope (its ``a``/``b`` are not the entry's), named ``_`` as XLA names it, printed as a
+    computation of its own before its caller; the reduce sums each row (1+2+3, 4+5+6)."""
+    from neuron_sim.interpreter.api import execute
+
+    module = parse_module(INLINE)
+    called = module.entry.root.attrs["to_apply"]
+    assert called.name == "_" and [c.name for c in module.computations] == ["_", "e"]
+    assert [i.name for i in called.instructions] == ["a", "b", "s"]
+    check_module(module)
+    printed = module.to_text()
+    assert "to_apply=_" in printed and printed.index("_ {") < printed.index("ENTRY e")
+    assert parse_module(printed).to_text() == printed
+    out = execute(module, [np.array([[1, 2, 3], [4, 5, 6]], np.float32)]).outputs[0]
+    np.testing.assert_array_equal(out[0], [6, 15])
+
+
+def test_two_inline_computations_get_unique_names():
+    module = parse_module("""HloModule two
+ENTRY e {
+  p = f32[2,3] parameter(0)
+  z = f32[] constant(0)
+  r0 = f32[2] reduce(p, z), dimensions={1}, to_apply={
+    a = f32[] parameter(0)
+    b = f32[] parameter(1)
+    ROOT s = f32[] add(a, b)
+  }
+  ROOT r1 = f32[2] reduce(p, z), dimensions={1}, to_apply={
+    a = f32[] parameter(0)
+    b = f32[] parameter(1)
+    ROOT m = f32[] maximum(a, b)
+  }
+}
+""")
+    assert [c.name for c in module.computations] == ["_", "_.1", "e"]
+    check_module(module)
+    round_trips(module)
+
+
+# -- a layout followed by the next token with no space; a headerless 'name: {' ---------------
+
+def test_a_layout_may_touch_the_opcode_or_the_operand_after_it():
+    """XLA's lexer ends the layout at its '}' (hlo_unstacker_test writes
+    ``bf16[...]{4,3,2,1,0:T(8,128)(2,1)}parameter(0)``; layout_assignment_test
+    ``f32[93184,4]{1,0}%get-tuple-element.1``)."""
+    module = parse_module("HloModule m\nENTRY e {\n  p = f32[2,3]{1,0}parameter(0)\n"
+                          "  ROOT r = f32[3,2] transpose(f32[2,3]{1,0}%p), dimensions={1,0}\n}\n")
+    assert module.entry.root.operands[0].name == "p"
+    check_module(module)
+
+
+def test_a_headerless_module_may_start_with_a_blank_line_and_name_colon_brace():
+    """XLA's Run takes the text as a module when its second token is '{' (``add: {`` lexes as
+    one name token, then '{')."""
+    module = parse_module("\nadd: {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+                          "  ROOT s = f32[] add(a, b)\n}\n\nENTRY e {\n  p = f32[4] parameter(0)"
+                          "\n  z = f32[] constant(0)\n  ROOT r = f32[] reduce(p, z), "
+                          "dimensions={0}, to_apply=add\n}\n")
+    assert module.name == "module_e" and module.entry.name == "e"
+
+
+# -- a reducer returning a 1-tuple gives a 1-tuple ---------------------------------------------
+
+def test_a_reducer_returning_a_one_tuple_makes_reduce_return_a_one_tuple():
+    """algebraic_simplifier_test UnaryVariadicReduce: XLA verifies ``(f32[8,6,7]) reduce(p, c)``
+    with ``fn`` returning ``(f32[])``; the values are the plain reduce's (row sums 1+2, 3+4)."""
+    from neuron_sim.interpreter.api import execute
+
+    text = """HloModule m
+fn {
+  p0 = f32[] parameter(0)
+  p1 = f32[] parameter(1)
+  a = f32[] add(p0, p1)
+  ROOT t = (f32[]) tuple(a)
+}
+ENTRY test {
+  p0 = f32[2,2] parameter(0)
+  c = f32[] constant(0)
+  ROOT r = (f32[2]) reduce(p0, c), dimensions={1}, to_apply=fn
+}
+"""
+    module = parse_module(text)
+    check_module(module)
+    out = execute(module, [np.array([[1, 2], [3, 4]], np.float32)]).outputs[0]
+    np.testing.assert_array_equal(out[0], [3, 7])
+    with pytest.raises(UserError, match="does not match the inferred shape"):
+        check_module(parse_module(text.replace("(f32[2]) reduce", "f32[2] reduce")))
+
+
+# -- what JAX 0.12 / today's XLA print, kept and printed back -----------------------------------
+
+TODAY = """HloModule jit_f, replica_count=8
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY main {
+  p = f32[4,8] parameter(0), frontend_attributes={_xla_cse_safe_zero_operand="true",is_spmd_generated="true",xla_cpu_small_call="true"}
+  tk = (f32[4,2], s32[4,2]) topk(p), k=2, largest=true, is_stable=true
+  c0 = f32[4,8] copy(p)
+  c1 = f32[4,8] copy(p), control-predecessors={c0}
+  seed = s64[] custom-call(), custom_call_target="GetRngSeed"
+  ar = f32[4,8] all-reduce(c1), replica_groups=mesh['x'=2,'y'=4] {'y','x'}, to_apply=add
+  ROOT t = (f32[4,8], (f32[4,2], s32[4,2]), s64[], f32[4,8]) tuple(c0, tk, seed, ar)
+}
+
+"""
+
+
+def test_todays_attributes_are_kept_and_print_back_verbatim():
+    module = parse_module(TODAY)
+    check_module(module)
+    assert module.to_text() == TODAY
+    entry = module.entry
+    assert "is_spmd_generated" in str(entry.instruction("p").attrs["frontend_attributes"])
+    tk = entry.instruction("tk")
+    assert tk.attrs["k"] == 2 and tk.attrs["largest"] is True
+    assert "c0" in str(entry.instruction("c1").attrs["control-predecessors"])
+
+
+@pytest.mark.parametrize(("mesh", "axes", "groups"), [
+    # Devices fill the mesh in row-major order, device = 4x + y on x=2, y=4. The groups run over
+    # the listed axes in the listed order (the first listed is the major one), the others fixed:
+    ("'x'=2,'y'=4", "'y','x'", ((0, 4, 1, 5, 2, 6, 3, 7),)),
+    ("'x'=2,'y'=4", "'x','y'", ((0, 1, 2, 3, 4, 5, 6, 7),)),
+    ("'x'=2,'y'=4", "'y'", ((0, 1, 2, 3), (4, 5, 6, 7))),
+    ("'x'=2,'y'=4", "'x'", ((0, 4), (1, 5), (2, 6), (3, 7))),
+    # device = 4a + 2b + c; listed c, b, a: c major, then b, then a.
+    ("'a'=2,'b'=2,'c'=2", "'c','b','a'", ((0, 4, 2, 6, 1, 5, 3, 7),)),
+    ("'a'=2,'b'=2,'c'=2", "'c','a'", ((0, 4, 1, 5), (2, 6, 3, 7))),
+])
+def test_mesh_groups_in_any_axis_order_and_subset(mesh: str, axes: str, groups: tuple):
+    """XLA's MeshAxesReplicaGroupList (replica_group_test MaterializedReplicaGroups, and the
+    reversed ``b:(1)3,a:(1)3`` case of test_replica_groups.py) with the hand derivations above."""
+    text = TODAY.replace("mesh['x'=2,'y'=4] {'y','x'}", f"mesh[{mesh}] {{{axes}}}")
+    module = parse_module(text)
+    check_module(module)
+    assert module.entry.instruction("ar").replica_groups.groups == groups
+    assert module.to_text() == text
