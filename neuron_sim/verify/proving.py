@@ -17,16 +17,27 @@ from typing import Any
 
 from neuron_sim.hlo.ir import HloModule
 from neuron_sim.passes.contracts import Contract
-from neuron_sim.proofs.all_inputs import (Proof, decide_differences, prove, separating_inputs,
-                                          symbolic_memory)
+from neuron_sim.proofs.all_inputs import (Proof, decide_differences, prove, replication_flags,
+                                          separating_inputs, symbolic_memory)
+from neuron_sim.proofs.uniform import PositionsProof, prove_positions
 from neuron_sim.proofs.smt import Decision, place
+from neuron_sim.proofs.uniform.replay import witness_inputs
 from neuron_sim.sizes import default_memory_limit, format_bytes
 from neuron_sim.topology import Topology
 
-__all__ = ["PROOF_FAILED", "ProofFacts", "WITNESS_TRIES", "proof_facts"]
+__all__ = ["PROOF_FAILED", "ProofFacts", "TooLarge", "WITNESS_TRIES", "positions_facts",
+           "proof_facts", "proved_on_positions"]
 
 PROOF_FAILED = "ERROR: Could not prove the target correct for all inputs"
 WITNESS_TRIES = 3
+
+
+@dataclass(frozen=True)
+class TooLarge:
+    """A pair one of whose modules does not fit in the memory limit on a topology."""
+
+    error: Exception                     # the refusal, with the numbers
+    source: bool                         # the source (else the target) is too large
 
 
 @dataclass
@@ -36,11 +47,35 @@ class ProofFacts:
     proof: Proof
     decision: Decision | None = None     # z3 on the differing terms (when they differ)
     witnesses: list[list[Any]] = field(default_factory=list)  # inputs that should separate them
+    positions: PositionsProof | None = None  # the proof on symbolic positions, when it was run
 
     @property
     def model_first(self) -> bool:
         """Is the first witness z3's model of the differing terms?"""
         return self.decision is not None and self.decision.outcome == "refuted"
+
+
+def positions_facts(source: HloModule, target: HloModule, topology: Topology, *, seed: int,
+                    timeout: float | None) -> PositionsProof:
+    """The proof on symbolic positions (``neuron_sim.proofs.uniform``): memory independent of
+    the tensors' size, for rewrites that move or reduce data the same way at every element."""
+    return prove_positions(source, target, topology,
+                           replicated=replication_flags(source, topology), seed=seed,
+                           timeout=timeout)
+
+
+def proved_on_positions(verdict: Any, proof: PositionsProof) -> None:
+    """Record on ``verdict`` (a TopologyVerdict) what the proof on symbolic positions gave:
+    its method, time, memory and per-output outcomes."""
+    verdict.proof = "all-inputs" if proof.outcome == "equal" else verdict.proof
+    verdict.proof_method = "positions"
+    verdict.proof_seconds = proof.seconds
+    verdict.proof_bytes = proof.peak_bytes
+    verdict.proof_outputs = [
+        {"output": o.leaf, "shape": o.shape, "proof": "all-inputs" if o.outcome == "equal"
+         else o.outcome, "seconds": round(o.seconds, 4), "z3_queries": o.queries,
+         **({"reason": o.reason} if o.reason else {})} for o in proof.outputs]
+
 
 
 def proof_facts(source: HloModule, target: HloModule, topology: Topology, *,
@@ -55,9 +90,22 @@ def proof_facts(source: HloModule, target: HloModule, topology: Topology, *,
     limit = max_memory if max_memory is not None else default_memory_limit()
     need = symbolic_memory(source, topology) + symbolic_memory(target, topology)
     if limit is not None and need > limit:
-        proof = Proof("unsupported", f"the symbolic run would need about {format_bytes(need)} "
-                                     "(a term handle and a table row per element), more than "
-                                     f"the memory limit of {format_bytes(limit)}")
+        too_large = (f"the symbolic run would need about {format_bytes(need)} (a term handle "
+                     "and a table row per element), more than the memory limit of "
+                     f"{format_bytes(limit)}")
+        if contract.name == "exact":
+            positions = positions_facts(source, target, topology, seed=seed, timeout=timeout)
+            if positions.outcome == "equal":
+                return ProofFacts(Proof("equal", seconds=positions.seconds),
+                                  positions=positions)
+            if positions.outcome == "differ":
+                witness = witness_inputs(source, topology.num_devices,
+                                         replication_flags(source, topology), seed)
+                return ProofFacts(Proof("differ", positions.reason, seconds=positions.seconds),
+                                  Decision("refuted", "the replayed element values differ"),
+                                  [witness], positions=positions)
+            too_large += f", and the proof on symbolic positions stopped: {positions.reason}"
+        proof = Proof("unsupported", too_large)
     else:
         proof = prove(source, target, topology, timeout=timeout)
     if proof.outcome != "differ":

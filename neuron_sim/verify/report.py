@@ -237,6 +237,8 @@ def topology_json(verdict: TopologyVerdict) -> dict:
         "notes": verdict.notes, "changed": verdict.changed, "rewrites": verdict.rewrites,
         "counterexample": counterexample_json(verdict.counterexample),
         "proof": verdict.proof, "proof_terms": verdict.proof_terms,
+        "proof_method": verdict.proof_method, "proof_seconds": round(verdict.proof_seconds, 4),
+        "proof_bytes": verdict.proof_bytes, "proof_outputs": verdict.proof_outputs,
     }
 
 

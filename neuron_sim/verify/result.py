@@ -120,6 +120,12 @@ class TopologyVerdict:
     rewrites: list[str] = field(default_factory=list)
     proof: str | None = None                    # a CORRECT verdict's kind: "all-inputs", "sampled"
     proof_terms: int = 0                        # term-table size of the symbolic proof
+    proof_method: str | None = None             # "elements" (a term per element) or
+                                                # "positions" (a term per output, symbolic
+                                                # positions); None when no proof ran
+    proof_seconds: float = 0.0                  # the proof's time
+    proof_bytes: int = 0                        # "positions": the peak resident memory after it
+    proof_outputs: list[dict] = field(default_factory=list)  # per output: what was proved
 
     @property
     def ok(self) -> bool:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from neuron_sim.hlo.ir import HloModule
-from neuron_sim.interpreter.memory import require_memory
+from neuron_sim.interpreter.memory import MemoryLimitExceeded, require_memory
 from neuron_sim.passes import (HloPass, PassContext, PassPipeline, resolve_pass_options,
                                weakest)
 from neuron_sim.topology import Topology
@@ -28,7 +28,10 @@ from neuron_sim.verify.execution import Runner, default_runner
 from neuron_sim.verify.minimize import Rewriter, minimize_case
 from neuron_sim.verify.options import VerifyOptions
 from neuron_sim.verify.pass_runs import apply_passes, options_taken, pass_list
-from neuron_sim.verify.proving import PROOF_FAILED, proof_facts
+from neuron_sim.verify.proving import (PROOF_FAILED, TooLarge, positions_facts, proof_facts,
+                                       proved_on_positions)
+from neuron_sim.verify.result import Counterexample
+from neuron_sim.proofs.uniform import PositionsProof
 from neuron_sim.verify.result import (Minimized, Status, TopologyVerdict, VerificationResult,
                                       worst)
 
@@ -36,6 +39,38 @@ __all__ = ["CHANGES_EXPECTED", "Verifier"]
 
 CHANGES_EXPECTED = ("the pass declares that it changes results (a positive control): this "
                     "difference is expected")
+
+
+def _positions_topology_verdict(proof: PositionsProof, topology: Topology, target: HloModule,
+                                error: Exception) -> TopologyVerdict:
+    """The verdict of a decided proof on symbolic positions for a pair not executed."""
+    verdict = TopologyVerdict(topology, target=target)
+    proved_on_positions(verdict, proof)
+    if proof.outcome == "equal":
+        verdict.notes.append(f"not executed on topology {topology} ({error}); proved for all "
+                             f"inputs on symbolic positions instead, up to the reassociation "
+                             f"of reductions ({proof.seconds:.2f} s)")
+        return verdict
+    witness = proof.witness
+    shape = proof.outputs[-1].shape if proof.outputs else ""
+    cex = Counterexample(VALUE_MISMATCH, topology, inputs=[], style="replayed", exact=True,
+                         device=witness.device, leaf=witness.leaf, index=witness.index,
+                         leaf_shape=shape, source_value=witness.source_value,
+                         target_value=witness.target_value,
+                         mismatch_devices=[witness.device], mismatch_count=1,
+                         message="found on symbolic positions and replayed on that element")
+    verdict.proof = None
+    return verdict.fail(Status.UNSOUND, VALUE_MISMATCH,
+                        f"on topology {topology} (not executed: {error}), the proof on "
+                        f"symbolic positions finds {proof.reason} on the replayed inputs "
+                        "(each input element a small integer hashed from its parameter, "
+                        "device and position)", cex)
+
+
+def _unexecuted(verdicts: Sequence[TopologyVerdict]) -> bool:
+    """Was some verdict decided without executing the pair (too large: nothing to minimize
+    by running candidates)?"""
+    return any(v.proof_method == "positions" for v in verdicts)
 
 
 class Verifier:
@@ -58,11 +93,11 @@ class Verifier:
         under the options' contract?"""
         options = self.options
         topologies = options.topologies_for(before)
-        self._require_memory(before, topologies)
         verdicts = [self.verdict(before, after, topology) for topology in topologies]
         result = self._summary(before, after, topologies, verdicts,
                                trials=options.trials if options.inputs is None else 1)
-        if result.status is Status.UNSOUND and options.minimize and options.inputs is None:
+        if result.status is Status.UNSOUND and options.minimize and options.inputs is None \
+                and not _unexecuted(verdicts):
             result.minimized = self.minimize(result)
         return result
 
@@ -86,7 +121,6 @@ class Verifier:
         resolve_pass_options(hlo_passes, pass_options)
         rewrites = self.derived(contract=weakest(p.contract for p in hlo_passes))
         topologies = options.topologies_for(module)
-        self._require_memory(module, topologies)
         verdicts: list[TopologyVerdict] = []
         bound = False  # some pass held source values fixed (SourceBinding): no minimizing
         for topology in topologies:
@@ -125,7 +159,7 @@ class Verifier:
                     f"before it verify under their contract on topology {topology}, with it they "
                     "do not)")
         if result.status is Status.UNSOUND and options.minimize and options.inputs is None \
-                and not bound:
+                and not bound and not _unexecuted(verdicts):
             def rewrite(source: HloModule, topology: Topology) -> HloModule | None:
                 try:
                     target, changed, _ = apply_passes(
@@ -144,7 +178,14 @@ class Verifier:
                 topology: Topology) -> TopologyVerdict:
         """The verdict on ``topology``: the ordered checks on the sampled (or given) inputs,
         then, for a CORRECT verdict, the proof for all inputs (unless the options' proof mode
-        is "sampled")."""
+        is "sampled"). A pair too large to execute within ``max_memory`` on ``topology`` is
+        proved on symbolic positions instead (``positions_verdict``), or refused as before
+        when that proof does not apply."""
+        too_large = self._too_large(source, target, topology)
+        if too_large is not None:
+            verdict = self._positions_verdict(source, target, topology, too_large)
+            if verdict is not None:
+                return verdict
         return self._proved(source, target, self._checked(source, target, topology))
 
     def _checked(self, source: HloModule, target: HloModule, topology: Topology,
@@ -180,6 +221,9 @@ class Verifier:
                             timeout=options.timeout, max_memory=options.max_memory)
         proof = facts.proof
         verdict.proof_terms = proof.terms
+        verdict.proof_method, verdict.proof_seconds = "elements", proof.seconds
+        if facts.positions is not None:
+            proved_on_positions(verdict, facts.positions)
         if proof.outcome == "equal":  # equal everywhere satisfies every contract
             verdict.proof = "all-inputs"
             return verdict
@@ -201,8 +245,9 @@ class Verifier:
         for number, witness in enumerate(facts.witnesses):
             found = self._checked(source, target, topology, witness)
             if found.status is Status.UNSOUND:
-                how = "z3's model of the differing terms" if facts.model_first and number == 0 \
-                    else "these inputs, which separate them"
+                how = "the replayed inputs of the proof on symbolic positions" \
+                    if facts.positions is not None else "z3's model of the differing terms" \
+                    if facts.model_first and number == 0 else "these inputs, which separate them"
                 found.notes.append(f"the symbolic terms differ on topology {topology} "
                                    f"({proof.reason}); witness from {how}")
                 return found
@@ -221,6 +266,31 @@ class Verifier:
                              f"differences, and z3 could not decide ({why}); --proof symbolic "
                              "makes this FAILED_TO_PROVE")
         return verdict
+
+    def _positions_verdict(self, source: HloModule, target: HloModule, topology: Topology,
+                           too_large: TooLarge) -> TopologyVerdict | None:
+        """The verdict of the proof on symbolic positions for a pair too large to execute
+        (``too_large``): CORRECT proved for all inputs, or UNSOUND with the replayed witness.
+        When that proof does not apply (the options ask for sampling, the contract is not
+        exact, given inputs, a construct that is not index-uniform): a source too large is
+        refused as before (``MemoryLimitExceeded``, naming what stopped the proof), a target
+        too large gets None (the ordinary checks report it)."""
+        options = self.options
+        why = None
+        if options.proof_mode == "sampled" or options.inputs is not None:
+            why = "the options ask for sampled inputs"
+        elif options.contract.name != "exact":
+            why = f"the {options.contract.name} contract is not decided on positions"
+        else:
+            facts = positions_facts(source, target, topology, seed=options.seed,
+                                    timeout=options.timeout)
+            if facts.outcome != "unsupported":
+                return _positions_topology_verdict(facts, topology, target, too_large.error)
+            why = facts.reason
+        if not too_large.source:
+            return None
+        raise MemoryLimitExceeded(f"{too_large.error}; the proof on symbolic positions, which "
+                                  f"executes nothing, does not apply: {why}")
 
     def _rewrite_verdict(self, source: HloModule, target: HloModule,
                          hlo_passes: Sequence[HloPass], topology: Topology) -> TopologyVerdict:
@@ -296,12 +366,21 @@ class Verifier:
     # ----------------------------------------------------------------------------------------
     # Helpers.
 
-    def _require_memory(self, source: HloModule, topologies: list[Topology]) -> None:
-        """Refuse, before its inputs are drawn, a source that would not fit in ``max_memory``."""
-        if self.options.max_memory is not None:
-            for topology in topologies:
-                require_memory(source, topology, self.options.max_memory,
-                               what=self.options.name)
+    def _too_large(self, source: HloModule, target: HloModule,
+                   topology: Topology) -> TooLarge | None:
+        """Which of the pair does not fit in ``max_memory`` on ``topology`` (None: both do)."""
+        limit = self.options.max_memory
+        if limit is None:
+            return None
+        try:
+            require_memory(source, topology, limit, what=self.options.name)
+        except MemoryLimitExceeded as exc:
+            return TooLarge(exc, source=True)
+        try:
+            require_memory(target, topology, limit, what="the target")
+        except MemoryLimitExceeded as exc:
+            return TooLarge(exc, source=False)
+        return None
 
     def _summary(self, source: HloModule, default_target: HloModule,
                  topologies: list[Topology], verdicts: list[TopologyVerdict], *,

@@ -20,7 +20,7 @@ from xla_fixtures import check_result, load_cases
 
 KEY = "xla_reduce_scatter_creator"
 CASES = load_cases("reduce_scatter_creator_test")
-VERIFIED = [c for c in CASES if c.expect["changed"] and "verify_skipped" not in c.expect]
+VERIFIED = [c for c in CASES if c.expect["changed"]]
 
 
 def test_every_test_of_the_xla_file_is_a_fixture():
@@ -40,8 +40,12 @@ def test_agrees_with_xla_test(case):
 @pytest.mark.parametrize("case", VERIFIED, ids=str)
 def test_rewrite_verifies_on_the_fixture_topology(case):
     module = parse_module(case.path.read_text(encoding="utf-8"), case.path.name)
-    result = check_pass(module, KEY, options=VerifyOptions(trials=1, minimize=False))
+    # A fixed memory limit: a fixture too large to run (ReproClampOnGroupLocalIndex, 26 GiB on
+    # 128 devices) is then proved on symbolic positions instead of executed.
+    result = check_pass(module, KEY, options=VerifyOptions(trials=1, minimize=False,
+                                                           max_memory=4 << 30))
     assert result.status is Status.CORRECT, result.status
+    assert result.proof == "all-inputs" or case.name != "ReproClampOnGroupLocalIndex"
 
 
 AR_4 = """HloModule crash_{name}, replica_count=4

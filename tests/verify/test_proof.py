@@ -179,22 +179,30 @@ def test_jax_modules_verify_against_themselves_or_name_what_stopped_them(name):
 
 
 def test_a_symbolic_run_past_the_memory_limit_is_not_attempted():
-    """f32[65536] negated twice: the numeric run holds a few 256 KiB arrays, the symbolic one
-    about 96 bytes per element (a handle and a table row): 2 MiB lets the sampled verdict run
-    and refuses the symbolic run with that reason (hostile input: a 100M-element bf16 parameter
-    once asked the term table for 768 MiB at a time, past the address-space limit)."""
+    """f32[65536] summed after a negation: the numeric run holds a few 256 KiB arrays, the
+    symbolic one about 96 bytes per element (a handle and a table row): 2 MiB lets the sampled
+    verdict run and refuses the symbolic run with that reason (hostile input: a 100M-element
+    bf16 parameter once asked the term table for 768 MiB at a time, past the address-space
+    limit). The proof on symbolic positions, tried next, has no model of reduce: it says so."""
     text = """HloModule big
-ENTRY %main (x: f32[65536]) -> f32[65536] {
+%sum (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (x: f32[65536]) -> f32[] {
   %x = f32[65536]{0} parameter(0)
   %n = f32[65536]{0} negate(%x)
-  ROOT %m = f32[65536]{0} negate(%n)
+  %zero = f32[] constant(0)
+  ROOT %m = f32[] reduce(%n, %zero), dimensions={0}, to_apply=%sum
 }
 """
     source, target = parse_module(text), parse_module(text)
     result = check_modules(source, target, ["1x1"],
                            VerifyOptions(max_memory=2 << 20, minimize=False))
     assert result.status is Status.CORRECT and result.proof == "sampled"
-    assert any("the symbolic run would need about" in n and "2 MiB" in n for n in result.notes)
+    assert any("the symbolic run would need about" in n and "2 MiB" in n
+               and "symbolic positions stopped" in n and "reduce" in n for n in result.notes)
     strict = check_modules(source, target, ["1x1"],
                            VerifyOptions(max_memory=2 << 20, proof="symbolic", minimize=False))
     assert strict.status is Status.FAILED_TO_PROVE
