@@ -16,15 +16,18 @@ real programs under PyTorch/XLA's SPMD mode on 8 CPU devices and keeps, for ever
 * ``MANIFEST.json`` and ``README.md`` describing the corpus.
 
 Values are small multiples of 1/8 where collectives sum, so those sums are exact. Programs that
-draw random numbers (dropout) are recorded, but their values are XLA:CPU's own generator's:
-only their shapes are compared (``compare: "shapes"`` in the manifest).
+draw random numbers (dropout) record XLA:CPU's own generator's values;
+the manifest's ``compare`` says whether values or only shapes are compared. Dropout's
+``rng-bit-generator`` uses ``rng_default`` (implementation-defined): the interpreter follows
+XLA:CPU's choice (Philox) and its values match, so they are compared.
 
 XLA:CPU cannot execute send/recv ("HLO opcode `send` is not supported by XLA:CPU ThunkEmitter"),
 so the point-to-point program (run without SPMD, in a subprocess of this script) keeps the text
 PyTorch/XLA emits (``send_recv.emitted.hlo``, no ``_xla_send_recv_source_target_pairs``: it
 checks, and running it must name the missing attribute) and the same text with the attribute
-added on its send and recv (``send_recv.paired.hlo``, the loop-back pair ``{{0,0}}``); that
-program's expected outputs are computed by numpy from its inputs (the received value is the
+added on its send and recv (``send_recv.paired.hlo``, the loop-back pair ``{{0,0}}``; and
+``send_recv_ring.paired.hlo``, the same program on 8 partitions with the ring
+``{{0,1},...,{7,0}}``); those programs' expected outputs are computed by numpy from its inputs (the received value is the
 value sent), not by an execution (``expected_outputs`` in the manifest says so).
 
 PyTorch/XLA is needed only to run this script; it is not a dependency of neuron-sim. Run it
@@ -468,8 +471,9 @@ def _ln_grad(mesh):
     return [x.grad, ln.weight.grad, ln.bias.grad]
 
 
-@program("dropout", "nn.Dropout(0.5) in training mode: XLA:CPU's random bits, so only shapes "
-         "are compared", ["dropout", "rng"], compare="shapes")
+@program("dropout", "nn.Dropout(0.5) in training mode: rng-bit-generator with rng_default, "
+         "which is implementation-defined; the interpreter follows XLA:CPU's (Philox), so the "
+         "values are compared", ["dropout", "rng"])
 def _dropout(mesh):
     torch_xla.manual_seed(0)
     x = on(mesh, eighths((8, 8), 140), ("x", None))
@@ -589,14 +593,26 @@ def send_recv_program() -> None:
     print(json.dumps({"text": text, "inputs": values}))
 
 
-def with_pairs(text: str) -> str:
+SEND_RECV_RING = ('_xla_send_recv_source_target_pairs="{'
+                  + ",".join(f"{{{d},{(d + 1) % DEVICES}}}" for d in range(DEVICES)) + '}"')
+
+
+def with_pairs(text: str, pairs: str = SEND_RECV_PAIRS) -> str:
     """The text with the pairs frontend attribute on every send and recv."""
     def add(match: re.Match) -> str:
-        return match.group(0) + ", frontend_attributes={" + SEND_RECV_PAIRS + "}"
+        return match.group(0) + ", frontend_attributes={" + pairs + "}"
     return re.sub(r"= \([^)]*\) (?:send|recv)\(.*?channel_id=\d+", add, text)
 
 
-def run_send_recv() -> dict:
+def on_partitions(text: str, partitions: int) -> str:
+    """The text with ``num_partitions`` added to its header line: the same program run as an
+    SPMD program on that many partitions."""
+    header, rest = text.split("\n", 1)
+    assert "num_partitions" not in header
+    return f"{header}, num_partitions={partitions}\n{rest}"
+
+
+def run_send_recv() -> list[dict]:
     env = dict(os.environ, CPU_NUM_DEVICES="1")
     env["XLA_FLAGS"] = ""
     line = subprocess.run([sys.executable, __file__, "--send-recv-child"], env=env,
@@ -623,7 +639,7 @@ def run_send_recv() -> dict:
     arrays["out1"] = sent[None]
     write_npz(OUT_DIR / "send_recv.npz", arrays)
     print("wrote send_recv")
-    return {"name": "send_recv",
+    loopback = {"name": "send_recv",
             "description": "xm.send then xm.recv on channel 7 (send's token operand is f32[]); "
                            "'emitted' is PyTorch/XLA's text, 'paired' adds "
                            + SEND_RECV_PAIRS + " to the send and the recv",
@@ -634,6 +650,32 @@ def run_send_recv() -> dict:
             "expected_outputs": "numpy: the received value is the value sent (XLA:CPU cannot "
                                 "execute send/recv)",
             "features": ["send", "recv", "send-done", "recv-done", "send_recv"]}
+    # The same program on 8 partitions with the ring {0,1},...,{7,0}: device d sends its own
+    # data (the input plus d) and receives device d-1's.
+    ring = on_partitions(with_pairs(text, SEND_RECV_RING), DEVICES)
+    (OUT_DIR / "send_recv_ring.paired.hlo").write_text(scrub_paths(ring))
+    arrays = {}
+    for i, x in enumerate(inputs):
+        rows = np.stack([x] * DEVICES)
+        if x.shape == (8, 2):
+            rows = rows + np.arange(DEVICES, dtype=np.float32)[:, None, None]
+            sent_rows = rows * np.float32(scale)
+        arrays[f"arg{i}"] = rows
+    arrays["out0"] = np.roll(sent_rows, 1, axis=0) + 1
+    arrays["out1"] = sent_rows
+    write_npz(OUT_DIR / "send_recv_ring.npz", arrays)
+    print("wrote send_recv_ring")
+    ring_entry = {
+        "name": "send_recv_ring",
+        "description": "the send_recv program as an SPMD program on 8 partitions with "
+                       + SEND_RECV_RING + " added to its send and recv: device d receives "
+                       "device d-1's data",
+        "modules": ["send_recv_ring.paired.hlo"], "data": "send_recv_ring.npz",
+        "replica_count": 1, "num_partitions": DEVICES, "mesh": [DEVICES], "compare": "values",
+        "expected_outputs": "numpy: device d receives what device d-1 sent (XLA:CPU cannot "
+                            "execute send/recv)",
+        "features": ["send", "recv", "send-done", "recv-done", "send_recv"]}
+    return [loopback, ring_entry]
 
 
 def write_readme(manifest: list[dict]) -> None:
@@ -650,12 +692,15 @@ def write_readme(manifest: list[dict]) -> None:
         "* `NAME.npz`: `arg{i}` = entry parameter i, `out{j}` = leaf j of the entry's result",
         "  tuple, each `[8, *shape]`: the local shards of the real execution on 8 PJRT CPU",
         "  devices (device d = partition d).",
-        "* `compare` in MANIFEST.json: `values`, or `shapes` for programs whose values are",
-        "  XLA:CPU's random bits (dropout).",
+        "* `compare` in MANIFEST.json: `values`, or `shapes` for a program whose values only",
+        "  XLA:CPU's own random generator defines (none now: dropout's `rng_default` is",
+        "  Philox in XLA:CPU and in neuron-sim, so its values are compared).",
         "* `send_recv`: XLA:CPU cannot execute send/recv; `send_recv.emitted.hlo` is",
         "  PyTorch/XLA's text (no `_xla_send_recv_source_target_pairs`, so it cannot run),",
         "  `send_recv.paired.hlo` adds the loop-back pair `{{0,0}}`; its outputs are computed",
-        "  by numpy from its inputs (the received value is the value sent).",
+        "  by numpy from its inputs (the received value is the value sent);",
+        "  `send_recv_ring.paired.hlo` is the same text on 8 partitions with the ring",
+        "  `{{0,1},...,{7,0}}` (device d receives device d-1's data, numpy again).",
         "", "| program | features | description |", "|---|---|---|",
     ]
     for entry in manifest:
@@ -670,7 +715,7 @@ def main(argv: list[str]) -> int:
         return 0
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     only = [a for a in argv if not a.startswith("-")]
-    manifest = [run_send_recv()]
+    manifest = run_send_recv()
     xr.use_spmd()
     assert xr.global_runtime_device_count() == DEVICES
     for prog in PROGRAMS:

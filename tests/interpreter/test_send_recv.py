@@ -180,3 +180,22 @@ def test_checker_holds_the_shapes_xla_verifies(old, new, phrase):
     with pytest.raises(HloCheckError) as info:
         check_module(parse_module(text.replace(old, new)))
     assert phrase in str(info.value), str(info.value)
+
+
+@pytest.mark.skipif(not MPIEXEC.exists(), reason="mpiexec is not installed")
+def test_mpi_runs_the_torch_xla_ring_as_the_corpus_expects(tmp_path):
+    """PyTorch/XLA's send/recv text with the ring {0,1},...,{7,0} on 8 partitions, 4 ranks:
+    device d receives device d-1's data (tests/data/torch_xla/send_recv_ring, numpy-derived)."""
+    corpus = REPO / "tests" / "data" / "torch_xla"
+    data = read_npz(corpus / "send_recv_ring.npz")
+    write_npz(tmp_path / "in.npz", {k: v for k, v in data.items() if k.startswith("arg")})
+    done = subprocess.run(
+        [str(MPIEXEC), "-n", "4", *cli("run", str(corpus / "send_recv_ring.paired.hlo"),
+                                       "--backend", "mpi", "--inputs", str(tmp_path / "in.npz"),
+                                       "-o", str(tmp_path / "out.npz"))],
+        capture_output=True, text=True, timeout=150, cwd=REPO,
+        env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert done.returncode == 0, done.stderr
+    got = read_npz(tmp_path / "out.npz")
+    assert got["out0"].tobytes() == data["out0"].tobytes()
+    assert got["out1"].tobytes() == data["out1"].tobytes()
