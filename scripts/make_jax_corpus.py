@@ -22,7 +22,12 @@ environment; JAX is never a dependency of neuron-sim)::
         python scripts/make_jax_corpus.py
 
 (the two environment variables are set by the script itself when missing).
-The output is deterministic: re-running rewrites byte-identical files.
+The output is deterministic: re-running rewrites byte-identical files (XLA's debug info names
+this script's own lines, so editing it changes those numbers and nothing else).
+
+``--out-dir DIR`` writes another corpus (the JAX 0.12 one: ``--out-dir tests/data/jax_0_12
+--programs scripts/jax_programs/jax_0_12`` under jax 0.12, Python 3.12); ``--programs`` adds
+folders of program files to ``scripts/jax_programs/*.py``.
 """
 
 from __future__ import annotations
@@ -1118,9 +1123,10 @@ def _dump_file(dump: str, pattern: str) -> str:
 def run_dumped(case: Case, lowered, gargs, mesh_devices):
     """Compile a shard_map program with XLA's pass dumps on and return (text, devices, per-device
     args, per-device outs). The text is XLA's dump: after its SPMD partitioner for kind
-    "partitioned", after all optimizations for kind "compiled" (what ``as_text()`` would give,
-    for programs XLA:CPU can compile but not execute). Outputs are JAX's, or for an ``emulate``
-    case the numpy emulation's from the per-device inputs (XLA:CPU cannot run the program)."""
+    "partitioned", after all its passes for kind "compiled" (the module ``as_text()`` prints,
+    for programs XLA:CPU compiles but cannot execute; the dump writes tuple elements as ``%x#i``
+    operands where ``as_text()`` writes get-tuple-element lines). Outputs are JAX's, or for an
+    ``emulate`` case the emulation's from the per-device inputs."""
     with tempfile.TemporaryDirectory() as dump:
         options = {"xla_dump_to": dump, "xla_dump_hlo_pass_re": "spmd-partitioning"}
         compiled = None
