@@ -85,7 +85,7 @@ def _run_xla(args: argparse.Namespace, module: HloModule, topology: Topology, in
     """The module compiled and run by XLA:CPU (``neuron_sim.xla_cpu``, a worker process with
     the topology's device count): the same inputs (given or drawn as the local backend draws
     them) and the same reports."""
-    from neuron_sim.xla_cpu import XlaCpu, XlaRefused, XlaUnavailable, jaxlib_installed
+    from neuron_sim.xla_cpu import XlaRefused, XlaUnavailable, jaxlib_installed, shared_xla
     from neuron_sim.xla_cpu.client import per_device_arguments
 
     if not jaxlib_installed():
@@ -101,15 +101,14 @@ def _run_xla(args: argparse.Namespace, module: HloModule, topology: Topology, in
     except XlaRefused as error:
         raise UsageError(f"{args.module}: {error}") from None
     seconds = args.timeout if math.isfinite(args.timeout) else None
-    xla = XlaCpu(topology.num_devices, run_seconds=seconds)
+    xla = shared_xla(topology.num_devices)  # one worker per process, closed at exit
+    xla.run_seconds = seconds
     try:
         outputs = xla.run(module, arguments, topology)
     except XlaUnavailable:
         raise UsageError(XLA_NEEDS_JAXLIB) from None
     except XlaRefused as error:
         raise UsageError(f"{args.module}: XLA:CPU refused the module: {error}") from None
-    finally:
-        xla.close()
     _report(args, module, topology, outputs, [False] * len(outputs),
             {"backend": "xla", "jaxlib": xla.info.get("jaxlib")})
     return EXIT_OK

@@ -119,9 +119,15 @@ class Worker:
 
 
 def one_line(error: BaseException) -> str:
-    """XLA's message as one line: its first line, whitespace collapsed."""
-    text = str(error).strip().splitlines()
-    return " ".join(text[0].split()) if text else type(error).__name__
+    """XLA's message as one line: its first line (with the next when it ends in a colon, as
+    the parser's 'Syntax error ...:' does), whitespace collapsed."""
+    lines = [line for line in str(error).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__
+    text = lines[0]
+    if text.rstrip().endswith(":") and len(lines) > 1:
+        text += " " + lines[1]
+    return " ".join(text.split())
 
 
 def main(argv: list[str]) -> int:
