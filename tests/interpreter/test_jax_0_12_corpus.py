@@ -65,7 +65,7 @@ NEW = [e for e in MANIFEST if e["name"] not in OLD_NAMES]
 def test_the_corpus_holds_the_0_10_programs_and_what_0_12_emits():
     names = {e["name"] for e in MANIFEST}
     assert OLD_NAMES <= names
-    assert 20 <= len(NEW) <= 40
+    assert len(NEW) >= 20
     features = set().union(*(e["features"] for e in NEW))
     for needed in ("ragged-all-to-all", "moe_dispatch", "axis_order", "mesh3d", "topk",
                    "get_rng_seed", "tuple_operands", "all-gather", "reduce-scatter", "all-to-all",
