@@ -1,0 +1,176 @@
+"""``fuzz --oracle xla``: the comparison rule, the classifiers of documented XLA:CPU
+differences on minimal modules run by XLA:CPU itself, the known XLA bug's case, and a bounded
+campaign from a fixed seed with no unexplained disagreement.
+
+Expected values are derived by hand in each docstring (XLA's operation semantics), or are what
+XLA:CPU computes (the oracle's side).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neuron_sim.hlo import parse_module
+from neuron_sim.interpreter import execute
+from neuron_sim.topology import Topology
+from neuron_sim.verify.fuzz.oracle_compare import TOLERANCE_ULPS, compare_leaf, compare_outputs
+from neuron_sim.verify.fuzz.xla_differences import (FUSED_MULTIPLY_ADD, NON_IDENTITY_INIT,
+                                                    SEVERAL_MESHES, explain)
+from neuron_sim.xla_cpu import jaxlib_installed
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = ROOT / "tests" / "data" / "xla_oracle"
+
+needs_jaxlib = pytest.mark.skipif(not jaxlib_installed(), reason="jaxlib is not installed")
+
+
+# --------------------------------------------------------------------------------------------
+# The comparison rule.
+
+
+def test_exact_comparison_treats_nans_as_equal_and_signed_zeros_as_different():
+    """Any two NaNs are equal (no payload is promised); -0.0 and +0.0 are different values."""
+    ours = np.array([[np.nan, 0.0, 1.0]], np.float32)
+    xla = np.array([[-np.nan, -0.0, 1.0]], np.float32)
+    bad, used = compare_leaf(ours, xla, tolerant=False)
+    assert bad.tolist() == [[False, True, False]] and not used
+
+
+def test_tolerance_is_ulps_of_the_outputs_largest_magnitude():
+    """f32 eps = 2**-23; on a device whose output reaches 8.0, the tolerance is
+    64 * 2**-23 * 8 = 2**-14: a difference of 2**-15 passes, 2**-13 does not; an infinity must
+    match exactly."""
+    assert TOLERANCE_ULPS == 64
+    ours = np.array([[8.0, 1.0, 1.0, np.inf]], np.float32)
+    xla = np.array([[8.0, 1.0 + 2**-15, 1.0 + 2**-13, 1e30]], np.float32)
+    bad, used = compare_leaf(ours, xla, tolerant=True)
+    assert bad.tolist() == [[False, False, True, True]] and used
+    assert compare_leaf(ours, xla, tolerant=False)[0].tolist() == [[False, True, True, True]]
+
+
+def test_integers_are_exact_even_in_a_module_with_reductions():
+    module = parse_module(REDUCE_INIT)
+    ours = [np.array([[1, 2]], np.int32)]
+    assert compare_outputs(module, ours, [np.array([[1, 3]], np.int32)]).verdict == "differ"
+
+
+# --------------------------------------------------------------------------------------------
+# Classifiers, each on its minimal module (docs/semantics.md, XLA:CPU runtime differences).
+
+REDUCE_INIT = """HloModule reduce_init
+
+%max (a: s32[], b: s32[]) -> s32[] {
+  %a = s32[] parameter(0)
+  %b = s32[] parameter(1)
+  ROOT %m = s32[] maximum(%a, %b)
+}
+
+ENTRY %main (x: s32[2,1]) -> s32[2] {
+  %x = s32[2,1] parameter(0)
+  %zero = s32[] constant(0)
+  ROOT %r = s32[2] reduce(%x, %zero), dimensions={1}, to_apply=%max
+}
+"""
+
+FMA = """HloModule fma
+
+ENTRY %main (x: f32[1], y: f32[1], z: f32[1]) -> f32[1] {
+  %x = f32[1] parameter(0)
+  %y = f32[1] parameter(1)
+  %z = f32[1] parameter(2)
+  %m = f32[1] multiply(%x, %y)
+  ROOT %a = f32[1] add(%m, %z)
+}
+"""
+
+
+def _both(text: str, inputs: list, fast: bool = False) -> tuple:
+    from neuron_sim.xla_cpu import shared_xla
+    from neuron_sim.xla_cpu.client import per_device_arguments
+
+    module = parse_module(text)
+    topology = Topology(module.replica_count, module.num_partitions)
+    ours = execute(module, inputs, topology).outputs
+    xla = shared_xla(topology.num_devices)
+    xla.fast_compile = fast
+    theirs = xla.run(module, per_device_arguments(module, inputs, topology.num_devices),
+                     topology)
+    return module, topology, ours, theirs
+
+
+@needs_jaxlib
+def test_a_non_identity_reduce_init_is_recognized():
+    """reduce(max, init 0) of [[-5], [7]] over the size-1 dimension is [max(0,-5), max(0,7)]
+    = [0, 7] by XLA's semantics (the init is combined in); XLA:CPU, which assumes an identity
+    init, returns the elements themselves, [-5, 7]."""
+    module, topology, ours, theirs = _both(REDUCE_INIT, [np.array([[-5], [7]], np.int32)])
+    assert ours[0].tolist() == [[0, 7]]
+    comparison = compare_outputs(module, ours, theirs)
+    assert comparison.verdict == "differ"
+    assert theirs[0].tolist() == [[-5, 7]]
+    assert explain(module, topology, comparison, ours, theirs) == NON_IDENTITY_INIT
+
+
+@needs_jaxlib
+def test_a_contracted_multiply_add_is_recognized():
+    """x = y = 1 + 2**-23, z = -(1 + 2**-22): x*y rounds to 1 + 2**-22 in f32, so the
+    separately rounded sum is 0; the exact x*y + z is 2**-46, what one fused multiply-add
+    gives. XLA:CPU's default compile contracts the two."""
+    x = np.array([1 + 2**-23], np.float32)
+    z = np.array([-(1 + 2**-22)], np.float32)
+    module, topology, ours, theirs = _both(FMA, [x, x, z])
+    assert ours[0].tolist() == [[0.0]]
+    comparison = compare_outputs(module, ours, theirs)
+    assert comparison.verdict == "differ"
+    assert theirs[0].tolist() == [[2.0**-46]]
+    assert explain(module, topology, comparison, ours, theirs) == FUSED_MULTIPLY_ADD
+
+
+def test_an_integer_difference_is_not_excused_by_a_multiply_add():
+    """The FMA classifier takes float mismatches of a few ulps only."""
+    module = parse_module(FMA.replace("f32", "s32"))
+    topology = Topology()
+    ours = [np.array([[0]], np.int32)]
+    theirs = [np.array([[1]], np.int32)]
+    assert explain(module, topology, compare_outputs(module, ours, theirs), ours, theirs) \
+        is None
+
+
+@needs_jaxlib
+def test_the_two_meshes_case_is_the_known_xla_bug():
+    """tests/data/xla_oracle/two_meshes/README.md derives 28 on every replica for %all and
+    12, 16, 12, 16, ... for %pairs."""
+    text = (CASES / "two_meshes" / "module.hlo").read_text()
+    module, topology, ours, theirs = _both(text, [])
+    assert ours[0].tolist() == [28] * 8
+    assert ours[1].tolist() == [12, 16] * 4
+    assert theirs[1].tolist() == [12, 16] * 4
+    assert theirs[0].tolist() == [1, 1, 5, 5, 9, 9, 13, 13]  # jaxlib 0.10.2's wrong result
+    comparison = compare_outputs(module, ours, theirs)
+    assert explain(module, topology, comparison, ours, theirs) == SEVERAL_MESHES
+
+
+# --------------------------------------------------------------------------------------------
+# A bounded campaign.
+
+
+@needs_jaxlib
+def test_a_seeded_campaign_has_no_unexplained_disagreement(tmp_path):
+    """120 modules of seed 11 (every kind of fuzz module: idioms, random programs with
+    collectives, control flow, 2-8 devices) compared on XLA:CPU and the interpreter."""
+    from neuron_sim.cli import main
+
+    out = tmp_path / "oracle.json"
+    code = main(["fuzz", "--oracle", "xla", "--examples", "120", "--seed", "11", "--json",
+                 str(out), "--corpus", str(tmp_path / "corpus")])
+    oracle = json.loads(out.read_text())["oracle"]
+    assert oracle["unexplained"] == 0, oracle["disagreements"]
+    assert code == 0
+    assert oracle["modules"] == 120
+    assert oracle["compared"] >= 100
+    assert oracle["compared"] == oracle["agree"] + oracle["explained"]
+    assert sum(oracle["by_class"].values()) == 120
