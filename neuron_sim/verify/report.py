@@ -24,6 +24,7 @@ from neuron_sim.errors import UserError
 from neuron_sim.hlo.ir import HloModule
 from neuron_sim.io import write_npz
 from neuron_sim.outputs import atomic_write_text, make_output_directory
+from neuron_sim.sizes import format_bytes
 from neuron_sim.topology import Topology
 from neuron_sim.verify.compare import format_array
 from neuron_sim.verify.checks import VALUE_MISMATCH
@@ -170,9 +171,36 @@ def format_result(result: VerificationResult, *, show_modules: bool = False) -> 
     if len(result.topology_results) > 1:
         lines.append("")
         lines.extend(topology_line(verdict) for verdict in result.topology_results)
+    proofs = [line for verdict in result.topology_results for line in proof_lines(verdict)]
+    if proofs and result.status is Status.CORRECT and result.changed is not False:
+        lines.append("")
+        lines.extend(proofs)
     lines.append("")
     lines.append(verdict_sentence(result))
     return "\n".join(lines)
+
+
+_METHODS = {"positions": "on symbolic positions (one term per output, memory independent of "
+                         "the tensors' size)",
+            "elements": "on symbolic elements (a term per element)"}
+
+
+def proof_lines(verdict: TopologyVerdict) -> list[str]:
+    """What the proof established on one topology, per output, with its time and memory."""
+    if verdict.proof is None or verdict.proof_method is None:
+        return []
+    what = "all inputs" if verdict.proof == "all-inputs" else verdict.proof
+    memory = f", peak memory {format_bytes(verdict.proof_bytes)}" if verdict.proof_bytes else ""
+    lines = [f"Proof on {verdict.topology}: {what}, "
+             f"{_METHODS.get(verdict.proof_method, verdict.proof_method)} "
+             f"({verdict.proof_seconds:.2f} s{memory})"]
+    for output in verdict.proof_outputs:
+        kind = "all inputs" if output["proof"] == "all-inputs" else output["proof"]
+        took = f" ({output['seconds']:.2f} s, {output['z3_queries']} z3 queries)" \
+            if "seconds" in output else ""
+        why = f": {output['reason']}" if output.get("reason") else ""
+        lines.append(f"  output {output['output']} ({output['shape']}): {kind}{took}{why}")
+    return lines
 
 
 def topology_line(verdict: TopologyVerdict) -> str:

@@ -15,6 +15,7 @@ verifier with some options replaced, never the settings spelled out again.
 
 from __future__ import annotations
 
+import resource
 from typing import Any, Sequence
 
 from neuron_sim.hlo.ir import HloModule
@@ -65,6 +66,23 @@ def _positions_topology_verdict(proof: PositionsProof, topology: Topology, targe
                         f"symbolic positions finds {proof.reason} on the replayed inputs "
                         "(each input element a small integer hashed from its parameter, "
                         "device and position)", cex)
+
+
+def _describe_outputs(verdict: TopologyVerdict, source: HloModule) -> None:
+    """Per output, what the element-wise proof (or sampling) established, when the proof on
+    symbolic positions did not already say it: the proof covers every output at once, so
+    each output gets the topology's kind, and a sampled one the construct that stopped it."""
+    if verdict.proof_outputs or verdict.status is not Status.CORRECT or verdict.proof is None:
+        return
+    stopped = next((n.split(": ", 1)[1] for n in verdict.notes
+                    if n.startswith("no proof for all inputs")), "")
+    shapes = list(source.entry.root.shape.leaves())
+    verdict.proof_outputs = [
+        {"output": number, "shape": str(shape), "proof": verdict.proof,
+         **({"reason": stopped} if stopped and verdict.proof != "all-inputs" else {})}
+        for number, shape in enumerate(shapes)]
+    if verdict.proof_bytes == 0 and verdict.proof_method is not None:
+        verdict.proof_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def _unexecuted(verdicts: Sequence[TopologyVerdict]) -> bool:
@@ -186,7 +204,9 @@ class Verifier:
             verdict = self._positions_verdict(source, target, topology, too_large)
             if verdict is not None:
                 return verdict
-        return self._proved(source, target, self._checked(source, target, topology))
+        verdict = self._proved(source, target, self._checked(source, target, topology))
+        _describe_outputs(verdict, source)
+        return verdict
 
     def _checked(self, source: HloModule, target: HloModule, topology: Topology,
                  witness: Sequence[Any] | None = None) -> TopologyVerdict:

@@ -16,7 +16,7 @@ from neuron_sim.proofs.uniform import prove_positions
 from neuron_sim.proofs.uniform.replay import witness_inputs
 from neuron_sim.topology import Topology
 from neuron_sim.verify import Status, VerifyOptions, check_modules, check_pass
-from neuron_sim.verify.report import read_pair_file
+from neuron_sim.verify.report import format_result, read_pair_file, result_json
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 REPRO = DATA / "xla_passes" / "reduce_scatter_creator_test" / "ReproClampOnGroupLocalIndex.hlo"
@@ -57,6 +57,12 @@ def test_repro_clamp_on_group_local_index_is_proved_at_128_devices():
     assert verdict.proof_method == "positions" and verdict.compared == 0
     assert verdict.proof_outputs[0]["proof"] == "all-inputs"
     assert any("not executed on topology 1x128" in n and "26.3 GiB" in n for n in result.notes)
+    text = format_result(result)
+    assert "Proof on 1x128: all inputs, on symbolic positions" in text
+    assert "output 0 (bf16[1,2048,2560]{2,1,0}): all inputs" in text
+    (topology,) = result_json(result)["topology_results"]
+    assert topology["proof_method"] == "positions" and topology["proof_bytes"] > 0
+    assert topology["proof_outputs"][0]["proof"] == "all-inputs"
 
 
 def test_a_wrong_offset_is_refuted_on_device_1():

@@ -1,0 +1,113 @@
+"""How many of the closer's CORRECT verdicts on the JAX corpus are proofs for all inputs, and
+what stops the others.
+
+    python scripts/proof_coverage.py [--every N] [--trials N] [--only PREFIX ...] [--json OUT]
+
+For every N-th runnable module of tests/data/jax/ (MANIFEST.json ``runnable``, default every
+second one) on its header's topology: ``verify --pipeline neuron-closer`` without the debug
+injector (as ``scripts/closer_corpus.py``), and for each CORRECT verdict its proof
+("all-inputs", or "sampled" with the construct that stopped the proof, taken from the
+verdict's note). Prints one line per module, then the table: verdicts, the share of CORRECT
+verdicts proved for all inputs, and the stopping constructs by frequency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from neuron_sim.hlo import parse_module_file  # noqa: E402
+from neuron_sim.verify.api import VerifyOptions, check_pass  # noqa: E402
+from neuron_sim.verify.result import Status  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from closer_corpus import CORPUS, closer_keys, runnable_modules  # noqa: E402
+
+# What stopped a proof, read from the reason's words (most specific first).
+CONSTRUCTS = (
+    ("memory", r"would need about"),
+    ("sort", r"sort"),
+    ("argmax/argmin reduce", r"variadic|argmax|argmin"),
+    ("gather indices", r"gather"),
+    ("scatter indices", r"scatter"),
+    ("dynamic-update-slice start", r"dynamic-update-slice"),
+    ("dynamic-slice start", r"dynamic-slice|start ind"),
+    ("conditional on data", r"conditional|branch"),
+    ("while on data", r"while"),
+    ("device-divergent control", r"differ between devices|divergent"),
+    ("convolution", r"convolution"),
+    ("reduce-window", r"reduce-window"),
+    ("custom-call", r"custom-call"),
+)
+
+
+def construct_of(reason: str) -> str:
+    """The stopping construct named by a proof's reason."""
+    for name, pattern in CONSTRUCTS:
+        if re.search(pattern, reason):
+            return name
+    return "other: " + reason[:80]
+
+
+def record_of(name: str, trials: int) -> dict[str, Any]:
+    """One module's verdict through the closer and what its proof established."""
+    module = parse_module_file(str(CORPUS / f"{name}.hlo"))
+    keys, _ = closer_keys(with_inject=False)
+    started = time.perf_counter()
+    result = check_pass(module, keys, options=VerifyOptions(trials=trials, minimize=False))
+    record: dict[str, Any] = {"module": name, "status": str(result.status),
+                              "proof": result.proof, "seconds": time.perf_counter() - started}
+    if result.status is Status.CORRECT and result.proof != "all-inputs":
+        reasons = [n.split(": ", 1)[1] for n in result.notes
+                   if n.startswith("no proof for all inputs")]
+        record["stopped_by"] = reasons[0] if reasons else "; ".join(result.notes)[:200]
+        record["construct"] = construct_of(record["stopped_by"])
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--every", type=int, default=2)
+    parser.add_argument("--trials", type=int, default=3)
+    parser.add_argument("--only", nargs="*", default=[], metavar="PREFIX")
+    parser.add_argument("--json", metavar="OUT.json")
+    args = parser.parse_args(argv)
+    records = []
+    for name in runnable_modules(args.only)[::args.every]:
+        try:
+            record = record_of(name, args.trials)
+        except Exception as exc:  # noqa: BLE001 - one module's crash is its own line
+            record = {"module": name, "status": "RAISED", "proof": None,
+                      "stopped_by": f"{type(exc).__name__}: {exc}"[:200]}
+        records.append(record)
+        extra = f" ({record['construct']}: {record['stopped_by'][:100]})" \
+            if "construct" in record else ""
+        print(f"{record['module']}: {record['status']} {record['proof'] or ''}{extra}",
+              flush=True)
+    statuses = Counter(r["status"] for r in records)
+    correct = [r for r in records if r["status"] == "CORRECT"]
+    proved = sum(r["proof"] == "all-inputs" for r in correct)
+    constructs = Counter(r["construct"] for r in correct if "construct" in r)
+    print(f"\n{len(records)} modules: " + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())))
+    if correct:
+        print(f"CORRECT proved for all inputs: {proved} of {len(correct)} "
+              f"({100 * proved / len(correct):.1f} %)")
+    print("\n| stopped by | CORRECT verdicts |\n|---|---|")
+    for construct, count in constructs.most_common():
+        print(f"| {construct} | {count} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"records": records}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
