@@ -30,7 +30,7 @@ from neuron_sim.hlo.dtypes import SCALAR_ONLY_TYPES, ElementType
 from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule, unique_name
 from neuron_sim.hlo.literals import Literal, LiteralError, ElidedLiteralError, parse_literal
 from neuron_sim.hlo.opcodes import Opcode
-from neuron_sim.hlo.shapes import UNBOUNDED, ArrayShape, Layout, Shape, TupleShape
+from neuron_sim.hlo.shapes import UNBOUNDED, ArrayShape, BufferShape, Layout, Shape, TupleShape
 from neuron_sim.topology import Topology
 
 # XLA's HloParserOptions::kDefaultMaxRecursionDepth: how deep shapes, nested instructions and
@@ -936,8 +936,16 @@ class _Parser:
             return TupleShape(tuple(elements))
         pos = c.pos
         spelling = c.match(_WORD, "a shape")
-        if spelling == "b" and c.peek("("):
-            raise c.error("buffer shapes b(...) are not supported", pos)
+        if spelling == "b" and c.peek("("):  # shape ::= 'b(' shape ')', a buffer of an array
+            c.pos += 1
+            c.skip()
+            inner_pos = c.pos
+            inner = self.parse_shape()
+            if not isinstance(inner, ArrayShape) or inner.is_token:
+                raise c.error(f"a buffer shape holds an array, not {inner}", inner_pos)
+            c.expect(")", "')' at the end of the buffer shape")
+            self.depth -= 1
+            return BufferShape(inner)
         try:
             element_type = ElementType.from_spelling(spelling)
         except KeyError:

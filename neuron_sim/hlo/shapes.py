@@ -163,6 +163,66 @@ class TupleShape:
                        for text in _tokens(self, printing=True))
 
 
+@dataclass(frozen=True)
+class BufferShape:
+    """XLA's buffer shape ``b(f32[2,4]{0,1})`` (ShapeUtil::MakeValidatedBufferShape): a buffer
+    holding an array, what custom-calls such as Pin and Unpin make and take. A leaf like an
+    array; its element type and dims are the array's."""
+
+    array: ArrayShape
+
+    @property
+    def is_tuple(self) -> bool:
+        return False
+
+    @property
+    def is_token(self) -> bool:
+        return False
+
+    @property
+    def is_array(self) -> bool:
+        return False
+
+    @property
+    def element_type(self) -> ElementType:
+        return self.array.element_type
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        return self.array.dims
+
+    @property
+    def rank(self) -> int:
+        return self.array.rank
+
+    @property
+    def element_count(self) -> int:
+        return self.array.element_count
+
+    @property
+    def dynamic(self) -> tuple[bool, ...]:
+        return self.array.dynamic
+
+    @property
+    def layout(self) -> "Layout | None":
+        return self.array.layout
+
+    def leaves(self) -> Iterator["BufferShape"]:
+        yield self
+
+    def compatible(self, other: "Shape") -> bool:
+        return isinstance(other, BufferShape) and self.array.compatible(other.array)
+
+    def without_layout(self) -> "BufferShape":
+        return BufferShape(self.array.without_layout())
+
+    def with_default_layout(self) -> "BufferShape":
+        return BufferShape(self.array.with_default_layout())
+
+    def __str__(self) -> str:
+        return f"b({self.array})"
+
+
 def _tokens(shape: "Shape", printing: bool = False) -> Iterator[Any]:
     """``shape`` flattened to '(' ... ')' markers and leaves, iteratively (with XLA's separators
     and ``/*index=N*/`` comments when ``printing``)."""
@@ -221,7 +281,7 @@ def map_leaves(shape: "Shape", fn: Callable[[ArrayShape], "Shape"]) -> "Shape":
             built.append(fn(element))
 
 
-Shape = Union[ArrayShape, TupleShape]
+Shape = Union[ArrayShape, TupleShape, BufferShape]
 
 
 def scalar(element_type: ElementType) -> ArrayShape:

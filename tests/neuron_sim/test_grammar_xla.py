@@ -800,3 +800,43 @@ def test_mesh_groups_in_any_axis_order_and_subset(mesh: str, axes: str, groups: 
     check_module(module)
     assert module.entry.instruction("ar").replica_groups.groups == groups
     assert module.to_text() == text
+
+
+# -- buffer shapes b(...) (XLA's ParseShape: 'b(' shape ')', MakeValidatedBufferShape) ---------
+
+BUFFERS = """HloModule buffers
+
+ENTRY e {
+  p = f32[2,4] parameter(0)
+  pin = b(f32[2,4]{0,1}) custom-call(p), custom_call_target="Pin"
+  ROOT unpin = f32[2,4] custom-call(pin), custom_call_target="Unpin"
+}
+
+"""
+
+
+def test_buffer_shapes_parse_check_and_print_back():
+    """The form XLA prints for a Pin custom-call (its MLIR export test checks
+    ``b(f32[2,4]{0,1}) custom-call(...), custom_call_target="Pin"``)."""
+    from neuron_sim.hlo.shapes import BufferShape
+
+    module = parse_module(BUFFERS)
+    pin = module.entry.instruction("pin").shape
+    assert isinstance(pin, BufferShape) and str(pin.array) == "f32[2,4]{0,1}"
+    check_module(module)
+    assert module.to_text() == BUFFERS
+    assert parse_shape("(b(s32[]), f32[1])").elements[0] == BufferShape(parse_shape("s32[]"))
+
+
+@pytest.mark.parametrize("inner", ["(f32[2])", "token[]", "b(f32[2])"])
+def test_a_buffer_of_anything_but_an_array_is_a_parse_error(inner: str):
+    err = parse_error(BUFFERS.replace("b(f32[2,4]{0,1})", f"b({inner})"))
+    assert "a buffer shape holds an array" in err.message and err.line == 5
+
+
+def test_running_a_buffer_custom_call_says_the_target_is_not_implemented():
+    from neuron_sim.interpreter.api import execute
+    from neuron_sim.interpreter.errors import Unimplemented
+
+    with pytest.raises(Unimplemented, match="Pin"):
+        execute(parse_module(BUFFERS), [np.zeros((2, 4), np.float32)])
