@@ -200,3 +200,9 @@ def test_mpi_runs_the_torch_xla_ring_as_the_corpus_expects(tmp_path):
     got = read_npz(tmp_path / "out.npz")
     assert got["out0"].tobytes() == data["out0"].tobytes()
     assert got["out1"].tobytes() == data["out1"].tobytes()
+
+
+def test_the_symbolic_evaluator_reports_send_as_what_stops_the_proof():
+    from neuron_sim.proofs.symbolic import SymbolicUnsupported, TermTable, run_symbolic
+    with pytest.raises(SymbolicUnsupported, match="send"):
+        run_symbolic(parse_module(exchange()), Topology(1, 4), TermTable(), [(False,)])
