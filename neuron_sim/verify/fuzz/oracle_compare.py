@@ -10,7 +10,8 @@ The rule (docs/run.md, "XLA:CPU as an oracle"):
   transcendental function): **within tolerance**, ``|ours - xla| <= TOLERANCE_ULPS * eps *
   max(1, scale)`` where eps is the type's machine epsilon and scale the largest magnitude of
   that output on that device (a sum's rounding error grows with its largest terms, not its
-  result); a NaN or an infinity must be matched exactly.
+  result); a NaN or an infinity must be matched exactly, and -0 and +0 count as within the
+  tolerance (the sign of a zero sum depends on the order too).
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ import numpy as np
 from neuron_sim.hlo.ir import HloInstruction, HloModule, dependencies
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.topology import Topology
-from neuron_sim.verify.fuzz.oracle_compare import Comparison, Mismatch
+from neuron_sim.verify.fuzz.oracle_compare import (Comparison, Mismatch, compare_leaf,
+                                                   inexact_opcodes)
 from neuron_sim.xla_cpu.batch import meshes
 
 Classifier = Callable[[HloModule, Topology, Comparison, list, list], bool]
@@ -27,6 +28,11 @@ Classifier = Callable[[HloModule, Topology, Comparison, list, list], bool]
 NON_IDENTITY_INIT = "xla: reduce init value not an identity"
 FUSED_MULTIPLY_ADD = "xla: fused multiply-add"
 SEVERAL_MESHES = "xla bug: several meshes in one module"
+NAN_DROPPED = "xla: max/min all-reduce drops NaN"
+DENORMALS_FLUSHED = "xla: denormals flushed to zero"
+BF16_PROMOTED = "xla: bf16 all-reduce in f32"
+BF16_ULPS = 2
+_REDUCING_COLLECTIVES = (Opcode.ALL_REDUCE, Opcode.REDUCE_SCATTER)
 FMA_ULPS = 4
 
 _REDUCING_WITH_INIT = (Opcode.REDUCE, Opcode.REDUCE_WINDOW)
@@ -111,6 +117,12 @@ def _is_fma_candidate(inst: HloInstruction) -> bool:
 
 def _fma_sized(comparison: Comparison, ours: list, xla: list) -> bool:
     """Every mismatch is a few ulps of its output's largest magnitude (at least 1)."""
+    return _within(comparison, ours, xla, FMA_ULPS)
+
+
+def _within(comparison: Comparison, ours: list, xla: list, ulps: int) -> bool:
+    """Every mismatched output is within ``ulps`` ulps of its largest magnitude (at least 1)
+    on each device."""
     for m in comparison.mismatches:
         a = np.asarray(ours[m.leaf]).astype(np.float64)
         b = np.asarray(xla[m.leaf]).astype(np.float64)
@@ -120,9 +132,72 @@ def _fma_sized(comparison: Comparison, ours: list, xla: list) -> bool:
         axes = tuple(range(1, a.ndim))
         scale = np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)).max(axis=axes, keepdims=True)
                            if axes else np.maximum(np.abs(a), np.abs(b)))
-        if np.any(np.abs(a - b) > FMA_ULPS * eps * scale):
+        if np.any(np.abs(a - b) > ulps * eps * scale):
             return False
     return True
+
+
+def _elements(module: HloModule, comparison: Comparison, ours: list, xla: list):
+    """Per mismatched output: (ours, xla, the mask of differing elements)."""
+    tolerant = bool(inexact_opcodes(module))
+    for m in comparison.mismatches:
+        a, b = np.asarray(ours[m.leaf]), np.asarray(xla[m.leaf])
+        bad, _ = compare_leaf(a, b, tolerant)
+        yield m, a, b, bad
+
+
+def _reducing_collective(combiner: tuple[Opcode, ...]) -> Callable[[HloInstruction], bool]:
+    def suspect(inst: HloInstruction) -> bool:
+        if inst.opcode not in _REDUCING_COLLECTIVES and not (
+                inst.opcode.spelling.endswith("-start") and
+                inst.opcode.spelling[:-6] in ("all-reduce", "reduce-scatter")):
+            return False
+        root = inst.to_apply.root if inst.has("to_apply") else None
+        return root is not None and root.opcode in combiner
+    return suspect
+
+
+def nan_dropped(module: HloModule, topology: Topology, comparison: Comparison,
+                ours: list, xla: list) -> bool:
+    """Every differing element is a NaN of ours that XLA:CPU's max/min all-reduce lost (it
+    folds with std::max / std::min, docs/semantics.md)."""
+    for _, a, b, bad in _elements(module, comparison, ours, xla):
+        if a.dtype.kind not in "fV" or not np.all(np.isnan(a.astype(np.float64))[bad]):
+            return False
+    return _depends(module, comparison.mismatches,
+                    _reducing_collective((Opcode.MAXIMUM, Opcode.MINIMUM)))
+
+
+def denormals_flushed(module: HloModule, topology: Topology, comparison: Comparison,
+                      ours: list, xla: list) -> bool:
+    """Every differing element is a subnormal of ours that XLA:CPU flushed to zero."""
+    for _, a, b, bad in _elements(module, comparison, ours, xla):
+        info = _float_info(a.dtype)
+        if info is None:
+            return False
+        wa, wb = a.astype(np.float64)[bad], b.astype(np.float64)[bad]
+        if not (np.all(np.abs(wa) < float(info.tiny)) and np.all(wb == 0)):
+            return False
+    return True
+
+
+def bf16_promoted(module: HloModule, topology: Topology, comparison: Comparison,
+                  ours: list, xla: list) -> bool:
+    """bf16 outputs within BF16_ULPS of their scale, downstream of a sum all-reduce, which
+    XLA:CPU computes in f32 and rounds once (we round after every addition, as HLO says)."""
+    for m, a, b, bad in _elements(module, comparison, ours, xla):
+        if a.dtype != ml_dtypes.bfloat16:
+            return False
+    if not _depends(module, comparison.mismatches, _reducing_collective((Opcode.ADD,))):
+        return False
+    return _within(comparison, ours, xla, BF16_ULPS)
+
+
+def _float_info(dtype: np.dtype):
+    try:
+        return ml_dtypes.finfo(dtype)
+    except (TypeError, ValueError):
+        return None
 
 
 def reduce_init(module: HloModule, topology: Topology, comparison: Comparison,
@@ -150,6 +225,9 @@ def several_meshes(module: HloModule, topology: Topology, comparison: Comparison
 
 CLASSIFIERS: dict[str, Classifier] = {
     SEVERAL_MESHES: several_meshes,
+    NAN_DROPPED: nan_dropped,
+    DENORMALS_FLUSHED: denormals_flushed,
+    BF16_PROMOTED: bf16_promoted,
     NON_IDENTITY_INIT: reduce_init,
     FUSED_MULTIPLY_ADD: fused_multiply_add,
 }
