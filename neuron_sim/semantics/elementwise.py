@@ -462,7 +462,7 @@ _ROWS = [
          fp=zt.fp_clamp, bits=zt.bv_clamp, boolean=zt.bool_clamp),
     # Conversions.
     _row(Opcode.CONVERT, form=Form.CONVERT, float=_convert, int=_convert, complex=_convert,
-         pred=_convert, bits=zt.bv_convert, boolean=zt.bool_convert),
+         pred=_convert, fp=zt.fp_convert, bits=zt.bv_convert, boolean=zt.bool_convert),
     _row(Opcode.BITCAST_CONVERT, form=Form.OTHER, float=_bitcast, int=_bitcast,
          complex=_bitcast, pred=_bitcast),
     _row(Opcode.REDUCE_PRECISION, float=_reduce_precision),

@@ -113,6 +113,15 @@ def fp_minimum(a: Term, b: Term) -> Term:
         z3.fpEQ(a, b), z3.If(z3.fpIsNegative(a), a, b), z3.If(z3.fpLT(a, b), a, b))))
 
 
+def fp_convert(a: Term, *, target: ElementType) -> Term:
+    """``convert`` between float types: one round to nearest even into the target's format
+    (exact when it widens). To integers and pred: NotDefined (XLA's saturation and NaN rules
+    have no term here)."""
+    if target not in FLOAT_FORMATS:
+        raise NotDefined(f"no exact z3 model for convert from a float to {target.spelling}")
+    return z3.fpToFP(z3.RNE(), a, fp_sort(target))
+
+
 def fp_clamp(low: Term, x: Term, high: Term) -> Term:
     """``clamp(lo, x, hi)`` = ``minimum(hi, maximum(lo, x))``."""
     return fp_minimum(high, fp_maximum(low, x))

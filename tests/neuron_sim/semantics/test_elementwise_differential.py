@@ -224,6 +224,8 @@ def _cases() -> list[tuple]:
                     if et.is_float:
                         cases += [(opcode, et, (("direction", d), ("total_order", True)))
                                   for d in DIRECTIONS]
+                elif definition.form is Form.CONVERT and sort is Sort.FLOAT:
+                    cases += [(opcode, et, (("target", t),)) for t in z3_types(Sort.FLOAT)]
                 elif definition.form is Form.CONVERT:
                     cases += [(opcode, et, (("target", t),)) for t in z3_types(Sort.BITS)
                               + z3_types(Sort.BOOL)]
