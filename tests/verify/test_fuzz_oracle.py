@@ -18,7 +18,8 @@ from neuron_sim.hlo import parse_module
 from neuron_sim.interpreter import execute
 from neuron_sim.topology import Topology
 from neuron_sim.verify.fuzz.oracle_compare import TOLERANCE_ULPS, compare_leaf, compare_outputs
-from neuron_sim.verify.fuzz.xla_differences import (FUSED_MULTIPLY_ADD, NAN_DROPPED,
+from neuron_sim.verify.fuzz.xla_differences import (BF16_PROMOTED, DENORMALS_FLUSHED,
+                                                    FUSED_MULTIPLY_ADD, NAN_DROPPED,
                                                     NON_IDENTITY_INIT, SEVERAL_MESHES, explain)
 from neuron_sim.xla_cpu import jaxlib_installed
 
@@ -158,6 +159,58 @@ def test_a_nan_lost_by_a_max_all_reduce_is_recognized():
     # The same difference in the other direction is not this class.
     assert explain(module, topology, compare_outputs(module, theirs, ours), theirs, ours) \
         != NAN_DROPPED
+
+
+FTZ = """HloModule ftz
+
+ENTRY %main (x: f32[1], y: f32[1]) -> f32[1] {
+  %x = f32[1] parameter(0)
+  %y = f32[1] parameter(1)
+  ROOT %m = f32[1] multiply(%x, %y)
+}
+"""
+
+BF16_SUM = """HloModule bf16_sum, num_partitions=4
+
+%add (a: bf16[], b: bf16[]) -> bf16[] {
+  %a = bf16[] parameter(0)
+  %b = bf16[] parameter(1)
+  ROOT %s = bf16[] add(%a, %b)
+}
+
+ENTRY %main (x: bf16[1]) -> bf16[1] {
+  %x = bf16[1] parameter(0)
+  ROOT %r = bf16[1] all-reduce(%x), channel_id=1, replica_groups={{0,1,2,3}}, use_global_device_ids=true, to_apply=%add
+}
+"""
+
+
+@needs_jaxlib
+def test_a_flushed_denormal_is_recognized():
+    """2**-100 * 2**-30 = 2**-130, a subnormal f32 (the smallest normal is 2**-126), exact in
+    HLO; XLA:CPU flushes it to 0."""
+    module, topology, ours, theirs = _both(FTZ, [np.array([2.0**-100], np.float32),
+                                                 np.array([2.0**-30], np.float32)])
+    assert ours[0].tolist() == [[2.0**-130]]
+    assert theirs[0].tolist() == [[0.0]]
+    comparison = compare_outputs(module, ours, theirs)
+    assert explain(module, topology, comparison, ours, theirs) == DENORMALS_FLUSHED
+
+
+@needs_jaxlib
+def test_a_bf16_sum_all_reduce_in_f32_is_recognized():
+    """256 + 1 + 1 + 1 in bf16 (8 significant bits: 256's neighbours are 254 and 258), adding
+    in the group's order and rounding each time: 257 -> 256 (tie to even), three times: 256.
+    XLA:CPU sums in f32 (259) and rounds once: 260 (tie to even)."""
+    import ml_dtypes
+
+    x = np.array([[256.0], [1.0], [1.0], [1.0]], ml_dtypes.bfloat16)
+    module, topology, ours, theirs = _both(BF16_SUM, [x])
+    assert ours[0].astype(np.float32).ravel().tolist() == [256.0] * 4
+    assert theirs[0].astype(np.float32).ravel().tolist() == [260.0] * 4
+    comparison = compare_outputs(module, ours, theirs)
+    assert comparison.verdict == "differ"
+    assert explain(module, topology, comparison, ours, theirs) == BF16_PROMOTED
 
 
 def test_an_integer_difference_is_not_excused_by_a_multiply_add():

@@ -31,7 +31,7 @@ SEVERAL_MESHES = "xla bug: several meshes in one module"
 NAN_DROPPED = "xla: max/min all-reduce drops NaN"
 DENORMALS_FLUSHED = "xla: denormals flushed to zero"
 BF16_PROMOTED = "xla: bf16 all-reduce in f32"
-BF16_ULPS = 2
+BF16_ULPS = 8  # a group of up to 8 devices: one rounding per addition on our side
 _REDUCING_COLLECTIVES = (Opcode.ALL_REDUCE, Opcode.REDUCE_SCATTER)
 FMA_ULPS = 4
 
@@ -184,7 +184,8 @@ def denormals_flushed(module: HloModule, topology: Topology, comparison: Compari
 def bf16_promoted(module: HloModule, topology: Topology, comparison: Comparison,
                   ours: list, xla: list) -> bool:
     """bf16 outputs within BF16_ULPS of their scale, downstream of a sum all-reduce, which
-    XLA:CPU computes in f32 and rounds once (we round after every addition, as HLO says)."""
+    XLA:CPU computes in f32 and rounds once (we round after every addition, as HLO says):
+    4 partitions holding 256, 1, 1, 1 sum to 256 here and to 260 (259 rounded) there."""
     for m, a, b, bad in _elements(module, comparison, ours, xla):
         if a.dtype != ml_dtypes.bfloat16:
             return False
