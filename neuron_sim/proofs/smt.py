@@ -310,20 +310,68 @@ def _infinity_to_finite(source: Any, target: Any, et: ElementType) -> Any:
                  z3.fpIsNaN(source))
 
 
+def _zero_sign(source: Any, target: Any, et: ElementType) -> Any:
+    """``rewrite_scatter_partition.positive_zero_to_negative_zero``: +0 may become -0."""
+    if _sort_of(et) is not Sort.FLOAT:
+        return z3.BoolVal(False)
+    return z3.And(z3.fpIsZero(source), z3.fpIsPositive(source), z3.fpIsZero(target),
+                  z3.fpIsNegative(target))
+
+
+def _bf16_rounding(source: Any, target: Any, et: ElementType) -> Any:
+    """A sufficient case of ``Tolerance`` within half a bf16 ulp: the target is the source
+    rounded to nearest even into bf16 and back (f32 and f64; otherwise nothing). That rounding
+    moves a value by at most half the bf16 spacing of its binade (at least half the smallest
+    subnormal), and one beyond bf16's largest finite value rounds to it or to the same-signed
+    infinity: each case is one the tolerance allows."""
+    if et not in (ElementType.F32, ElementType.F64):
+        return z3.BoolVal(False)
+    bf16 = z3.FPSort(8, 8)
+    return target == z3.fpToFP(z3.RNE(), z3.fpToFP(z3.RNE(), source, bf16), _z3_sort(et))
+
+
 CONTRACT_PREDICATES: dict[str, Callable[[Any, Any, ElementType], Any]] = {
     "exact": _exact,
     "infinity-to-finite": _infinity_to_finite,
+    "zero-sign": _zero_sign,
+    "bf16-rounding": _bf16_rounding,
 }
+# Refinements whose elementwise rule allows nothing beyond exactness (their real check is
+# elsewhere): leaving them out of a union loses nothing.
+_ALLOWS_NOTHING = {"rng-support"}
+
+
+def _modelled(rule: str) -> list[str]:
+    """The parts of a union rule (``"a | b"``) that z3 models."""
+    return [part.strip() for part in rule.split("|")
+            if part.strip() in CONTRACT_PREDICATES and part.strip() not in _ALLOWS_NOTHING]
 
 
 def rule_of(contract: Any) -> str | None:
-    """The key of ``contract`` in ``CONTRACT_PREDICATES`` (None: z3 cannot judge it)."""
-    if getattr(contract, "name", None) in ("exact", "changes-results"):
+    """The key of ``contract`` for ``predicate_of`` (None: z3 cannot judge it). A union of
+    rules is judged by the parts z3 models: a stronger predicate, so a proof stays a proof. A
+    bf16 tolerance (at least half an ulp) is judged by exactness or ``_bf16_rounding``, and
+    by what its refinement allows."""
+    name = getattr(contract, "name", None)
+    if name in ("exact", "changes-results"):
         return "exact"
     rule = getattr(contract, "rule", None)
-    if getattr(contract, "name", None) == "refinement" and rule in CONTRACT_PREDICATES:
-        return rule
+    if name == "refinement" and rule is not None and _modelled(rule):
+        return " | ".join(_modelled(rule))
+    if name == "tolerance" and getattr(contract, "ulps", 0) >= 0.5 and \
+            str(getattr(contract, "unit", "")) == "bfloat16":
+        also = getattr(contract, "also", None)
+        extra = _modelled(also.rule) if also is not None else []
+        return " | ".join(["exact", "bf16-rounding", *extra])
     return None
+
+
+def predicate_of(rule: str) -> Callable[[Any, Any, ElementType], Any]:
+    """The z3 predicate of a rule key (``rule_of``): the disjunction of its parts."""
+    parts = [CONTRACT_PREDICATES[part.strip()] for part in rule.split("|")]
+    if len(parts) == 1:
+        return parts[0]
+    return lambda source, target, et: z3.Or(*[p(source, target, et) for p in parts])
 
 
 # -- the query ----------------------------------------------------------------------------------
@@ -338,7 +386,7 @@ def decide(table: TermTable, pairs: Sequence[tuple[int, int]], rule: str, *,
         return Decision("unknown", f"{len(pairs)} distinct differing term pairs (z3 is asked "
                                    f"about at most {MAX_PAIRS})")
     translator = _Translator(table)
-    predicate = CONTRACT_PREDICATES[rule]
+    predicate = predicate_of(rule)
     violations = []
     try:
         for source, target in pairs:
