@@ -61,7 +61,7 @@ def _channel_state(ctx) -> dict:
 
 
 @implements(Opcode.SEND, values=True)
-def send(ctx, data, token=None):
+def record_send(ctx, data, token=None):
     """Record the data this channel sends; the result is (data, context, token)."""
     if not isinstance(data, (Replicated, PerDevice)):
         raise Unimplemented("send", "of a tuple or token")
@@ -73,7 +73,7 @@ def send(ctx, data, token=None):
 
 
 @implements(Opcode.RECV, values=True)
-def recv(ctx, token=None):
+def empty_recv(ctx, token=None):
     """The receive buffer before its done: zeros, context, token."""
     shape = ctx.inst.shape
     if not isinstance(shape, TupleShape) or len(shape.elements) != 3:
@@ -82,7 +82,7 @@ def recv(ctx, token=None):
 
 
 @implements(Opcode.SEND_DONE, values=True)
-def send_done(ctx, operand):
+def finish_send(ctx, operand):
     return TOKEN
 
 
@@ -134,7 +134,7 @@ class _Exchange:
 
 
 @implements(Opcode.RECV_DONE, values=True)
-def recv_done(ctx, operand):
+def exchange_at_recv_done(ctx, operand):
     """Move the send's data along the pairs; (received data, token)."""
     cache = ctx.evaluator.cache.setdefault("send_recv_exchanges", {})
     exchange = cache.get(ctx.inst)
