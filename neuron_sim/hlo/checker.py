@@ -45,6 +45,9 @@ _MIXED_PRECISION_EXEMPT = frozenset({
     Opcode.OUTFEED, Opcode.PARAMETER, Opcode.RECV, Opcode.RECV_DONE, Opcode.REDUCE_PRECISION,
     Opcode.REDUCE_WINDOW, Opcode.SEND, Opcode.SEND_DONE, Opcode.SORT, Opcode.TUPLE,
     Opcode.WHILE,
+    # A scaled dot multiplies narrow floats by scales of another type (f8e4m3fn by f8e8m0fnu),
+    # as a dot may mix its operand types.
+    Opcode.SCALED_DOT,
 })
 
 # XLA's CheckShape compares these exactly even with mixed precision: they move or reinterpret

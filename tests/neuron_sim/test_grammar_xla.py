@@ -840,3 +840,50 @@ def test_running_a_buffer_custom_call_says_the_target_is_not_implemented():
 
     with pytest.raises(Unimplemented, match="Pin"):
         execute(parse_module(BUFFERS), [np.zeros((2, 4), np.float32)])
+
+
+# -- scaled-dot: the dot of lhs and rhs, each scale of its operand's rank ----------------------
+
+SCALED_DOT = """HloModule mx_test
+ENTRY main {
+  lhs = f8e4m3fn[32,256] parameter(0)
+  rhs = f8e4m3fn[16,256] parameter(1)
+  lhs_scale = f8e8m0fnu[32,8] parameter(2)
+  rhs_scale = f8e8m0fnu[16,8] parameter(3)
+  ROOT result = f32[32,16] scaled-dot(lhs, rhs, lhs_scale, rhs_scale), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+}
+"""
+
+
+@pytest.mark.parametrize("text", [
+    SCALED_DOT,
+    # XLA's TileAnalysisTest.ScaledDot: contracting lhs dim 1 with rhs dim 0.
+    SCALED_DOT.replace("rhs = f8e4m3fn[16,256]", "rhs = f8e4m3fn[256,16]")
+    .replace("rhs_scale = f8e8m0fnu[16,8]", "rhs_scale = f8e8m0fnu[8,16]")
+    .replace("rhs_contracting_dims={1}", "rhs_contracting_dims={0}"),
+    # XLA's MLIR export test: a bf16 lhs with a [1,1] scale, an f4e2m1fn rhs.
+    SCALED_DOT.replace("lhs = f8e4m3fn[32,256]", "lhs = bf16[32,256]")
+    .replace("lhs_scale = f8e8m0fnu[32,8]", "lhs_scale = bf16[1,1]")
+    .replace("rhs = f8e4m3fn[16,256]", "rhs = f4e2m1fn[16,256]"),
+])
+def test_scaled_dots_of_xlas_tests_are_accepted(text: str):
+    """The result is the dot of lhs [32,256] and rhs over the contracting dims: [32,16]."""
+    module = parse_module(text)
+    check_module(module)
+    assert parse_module(module.to_text()).to_text() == module.to_text()
+
+
+@pytest.mark.parametrize(("change", "phrase"), [
+    (("f32[32,16] scaled-dot", "f32[32,32] scaled-dot"), "does not match the inferred shape"),
+    (("rhs_scale = f8e8m0fnu[16,8]", "rhs_scale = f8e8m0fnu[16]"), "must have the rank"),
+    (("rhs_contracting_dims={1}", "rhs_contracting_dims={0}"), "different sizes"),
+])
+def test_scaled_dots_xla_refuses_are_rejected(change: tuple[str, str], phrase: str):
+    module = parse_module(SCALED_DOT.replace(*change))
+    with pytest.raises(UserError, match=phrase):
+        check_module(module)
+
+
+def test_a_scaled_dot_shape_is_inferred_like_a_dots():
+    text = SCALED_DOT.replace("ROOT result = f32[32,16] scaled-dot", "ROOT result = scaled-dot")
+    assert parse_module(text).entry.root.shape.dims == (32, 16)

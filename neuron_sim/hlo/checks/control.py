@@ -161,7 +161,7 @@ def _copy_done(ctx: Context) -> Shape:
 
 
 @RULES.rule(Opcode.CUSTOM_CALL, Opcode.INFEED, Opcode.OUTFEED, Opcode.COLLECTIVE_REDUCE,
-            Opcode.SCALED_DOT, Opcode.SCAN, Opcode.SHUFFLE)
+            Opcode.SCAN, Opcode.SHUFFLE)
 def _declared(ctx: Context) -> Shape:
     """Opaque to shape inference: the declared shape is trusted."""
     return ctx.declared()

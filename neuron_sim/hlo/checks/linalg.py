@@ -36,7 +36,28 @@ def _dot(ctx: Context) -> Shape:
     sparsity = ctx.inst.attrs.get("sparsity", ())
     if ctx.operand_count != 2 + len(sparsity):
         raise Invalid(f"dot expects {2 + len(sparsity)} operands but has {ctx.operand_count}")
+    return _dot_shape(ctx, ctx.array(0), ctx.array(1), sparsity)
+
+
+@RULES.rule(Opcode.SCALED_DOT)
+def _scaled_dot(ctx: Context) -> Shape:
+    """scaled-dot(lhs, rhs, lhs_scale, rhs_scale): the dot of lhs and rhs under the same
+    dimension attributes (XLA checks a scaled dot's shape with InferDotOpShape), each scale of
+    its operand's rank (ShapeVerifier::HandleScaledDot), e.g. f8e4m3fn[32,256] scaled by
+    f8e8m0fnu[32,8] (one scale per block of 32 along the contracting dimension)."""
+    if ctx.operand_count != 4:
+        raise Invalid(f"scaled-dot expects 4 operands but has {ctx.operand_count}")
     lhs, rhs = ctx.array(0), ctx.array(1)
+    for side, operand, scale in (("lhs", lhs, ctx.array(2)), ("rhs", rhs, ctx.array(3))):
+        if scale.rank != operand.rank:
+            raise Invalid(f"the {side} scale {fmt(scale)} must have the rank of the {side} "
+                          f"{fmt(operand)}")
+    return _dot_shape(ctx, lhs, rhs, ())
+
+
+def _dot_shape(ctx: Context, lhs: ArrayShape, rhs: ArrayShape, sparsity) -> Shape:
+    """The result of a dot of ``lhs`` and ``rhs`` under the instruction's dimension attributes
+    (and sparsity descriptors, whose metadata operands follow lhs and rhs)."""
     lb, rb = ctx.dims_attr("lhs_batch_dims", ()), ctx.dims_attr("rhs_batch_dims", ())
     lc, rc = ctx.dims_attr("lhs_contracting_dims", ()), ctx.dims_attr("rhs_contracting_dims", ())
     if len(lb) != len(rb):
