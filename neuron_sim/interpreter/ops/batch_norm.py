@@ -23,6 +23,8 @@ the tolerance.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from neuron_sim.hlo import Opcode
@@ -32,7 +34,7 @@ from neuron_sim.interpreter.errors import InterpreterError
 from neuron_sim.interpreter.ops.registry import implements
 
 
-def _attributes(ctx) -> tuple[int, float]:
+def _attributes(ctx: Any) -> tuple[int, float]:
     """(feature_index, epsilon) of the instruction."""
     index = ctx.attr("feature_index")
     epsilon = ctx.attr("epsilon", 0.0)
@@ -88,7 +90,8 @@ def _normalize(x: np.ndarray, scale: np.ndarray, offset: np.ndarray, mean: np.nd
 
 
 @implements(Opcode.BATCH_NORM_TRAINING)
-def batch_norm_training(ctx, x, scale, offset):
+def batch_norm_training(ctx: Any, x: np.ndarray, scale: np.ndarray, offset: np.ndarray
+                        ) -> list[np.ndarray]:
     index, epsilon = _attributes(ctx)
     layout = _Layout(x, index)
     flat = layout.flat(x)
@@ -102,7 +105,8 @@ def batch_norm_training(ctx, x, scale, offset):
 
 
 @implements(Opcode.BATCH_NORM_INFERENCE)
-def batch_norm_inference(ctx, x, scale, offset, mean, variance):
+def batch_norm_inference(ctx: Any, x: np.ndarray, scale: np.ndarray, offset: np.ndarray,
+                         mean: np.ndarray, variance: np.ndarray) -> np.ndarray:
     index, epsilon = _attributes(ctx)
     layout = _Layout(x, index)
     y = _normalize(layout.flat(x), _feature(scale), _feature(offset), _feature(mean),
@@ -111,7 +115,8 @@ def batch_norm_inference(ctx, x, scale, offset, mean, variance):
 
 
 @implements(Opcode.BATCH_NORM_GRAD)
-def batch_norm_grad(ctx, x, scale, mean, variance, grad_output):
+def batch_norm_grad(ctx: Any, x: np.ndarray, scale: np.ndarray, mean: np.ndarray,
+                    variance: np.ndarray, grad_output: np.ndarray) -> list[np.ndarray]:
     index, epsilon = _attributes(ctx)
     layout = _Layout(x, index)
     count = max(layout.count, 1)

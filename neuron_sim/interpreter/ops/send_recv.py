@@ -20,6 +20,8 @@ send and recv disagree on are errors naming the instruction.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from neuron_sim.hlo import HloInstruction, Opcode
@@ -29,7 +31,7 @@ from neuron_sim.interpreter.errors import InterpreterError, Unimplemented, descr
 from neuron_sim.interpreter.ops.control import zeros_value
 from neuron_sim.interpreter.ops.registry import implements
 from neuron_sim.interpreter.transport import CollectiveCall, Fingerprint
-from neuron_sim.interpreter.values import (TOKEN, PerDevice, Replicated, TupleValue,
+from neuron_sim.interpreter.values import (TOKEN, PerDevice, Replicated, TupleValue, Value,
                                            collapse_if_uniform, stacked)
 from neuron_sim.semantics.collectives.groups import pair_components
 from neuron_sim.semantics.collectives.send_recv import (EXCHANGE, SendRecvError,
@@ -56,12 +58,12 @@ def _partner(inst: HloInstruction, opcode: Opcode) -> HloInstruction:
     return found[0]
 
 
-def _channel_state(ctx) -> dict:
+def _channel_state(ctx: Any) -> dict:
     return ctx.evaluator.cache.setdefault("send_recv", {})
 
 
 @implements(Opcode.SEND, values=True)
-def record_send(ctx, data, token=None):
+def record_send(ctx: Any, data: Value, token: Value | None = None) -> TupleValue:
     """Record the data this channel sends; the result is (data, context, token)."""
     if not isinstance(data, (Replicated, PerDevice)):
         raise Unimplemented("send", "of a tuple or token")
@@ -73,7 +75,7 @@ def record_send(ctx, data, token=None):
 
 
 @implements(Opcode.RECV, values=True)
-def empty_recv(ctx, token=None):
+def empty_recv(ctx: Any, token: Value | None = None) -> TupleValue:
     """The receive buffer before its done: zeros, context, token."""
     shape = ctx.inst.shape
     if not isinstance(shape, TupleShape) or len(shape.elements) != 3:
@@ -82,7 +84,7 @@ def empty_recv(ctx, token=None):
 
 
 @implements(Opcode.SEND_DONE, values=True)
-def finish_send(ctx, operand):
+def finish_send(ctx: Any, operand: Value) -> Value:
     return TOKEN
 
 
@@ -101,7 +103,7 @@ class _Exchange:
 
     __slots__ = ("send", "pairs", "groups", "fields", "label")
 
-    def __init__(self, ctx) -> None:
+    def __init__(self, ctx: Any) -> None:
         done = ctx.inst
         recv_inst = _recv_of(done)
         self.send = _partner(recv_inst, Opcode.SEND)
@@ -134,7 +136,7 @@ class _Exchange:
 
 
 @implements(Opcode.RECV_DONE, values=True)
-def exchange_at_recv_done(ctx, operand):
+def exchange_at_recv_done(ctx: Any, operand: Value) -> TupleValue:
     """Move the send's data along the pairs; (received data, token)."""
     cache = ctx.evaluator.cache.setdefault("send_recv_exchanges", {})
     exchange = cache.get(ctx.inst)
