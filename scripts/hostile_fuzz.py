@@ -26,6 +26,7 @@ drawn from ``--seed``: the same seed and corpus give the same mutants.
     python scripts/hostile_fuzz.py --count 7000             # the full campaign, counts printed
     python scripts/hostile_fuzz.py --count 300 --keep DIR   # also write each failing mutant
     python scripts/hostile_fuzz.py --count 3000 --json      # machine-readable report
+    python scripts/hostile_fuzz.py --proto 3000             # mutated HloModuleProto files
 
 Exit code 0 when no failure was found, 1 otherwise.
 """
@@ -570,6 +571,196 @@ def _worker(spec: dict) -> None:
     shard(spec["indices"], spec["runs"], spec["verifies"], spec["seed"], spec["minimize"], emit)
 
 
+# --------------------------------------------------------------------------------------------
+# Mutated protobuf modules (--proto N): XLA-serialized HloModuleProto files broken as bytes.
+#
+#   truncate        the file ends early           flip-bits       1-8 bits flipped
+#   wrong-wire-type a field tag's wire type bits   huge-length     a length prefix made ~2^35
+#   delete-bytes    a run of bytes removed         duplicate-bytes a run of bytes repeated
+#   splice          the tail of another module     field-damage    decoded, one field set to a
+#   gzip            compressed, maybe truncated                    bad value, re-encoded
+#
+# Each mutant goes through ``check``; of those that check, a share through ``run``.
+
+PROTO_CORPUS = CORPUS / "proto"
+
+
+def proto_corpus(root: Path = PROTO_CORPUS) -> list[tuple[str, bytes]]:
+    """Every XLA-serialized module under ``root`` as (relative path, bytes), sorted."""
+    return [(str(p.relative_to(root)), p.read_bytes()) for p in sorted(root.rglob("*.pb"))]
+
+
+def _tags(data: bytes) -> list[int]:
+    """Offsets of the top-level field tags of ``data`` (a best-effort walk)."""
+    offsets, pos = [], 0
+    while pos < len(data) and len(offsets) < 64:
+        offsets.append(pos)
+        tag, pos = _varint(data, pos)
+        wire = tag & 7
+        if wire == 0:
+            _, pos = _varint(data, pos)
+        elif wire == 2:
+            length, pos = _varint(data, pos)
+            pos += length
+        elif wire in (1, 5):
+            pos += 8 if wire == 1 else 4
+        else:
+            break
+    return offsets
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while pos < len(data):
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80 or shift > 63:
+            break
+    return value, pos
+
+
+def _field_damage(data: bytes, rng: random.Random) -> bytes | None:
+    from neuron_sim.hlo.proto.schema import new
+
+    module = new("HloModuleProto")
+    try:
+        module.ParseFromString(data)
+    except Exception:  # noqa: BLE001 - not decodable any more: no field to damage
+        return None
+    instructions = [i for c in module.computations for i in c.instructions]
+    if not instructions:
+        return None
+    inst = rng.choice(instructions)
+    bad = rng.choice((-1, 0, 1 << 31, (1 << 62), rng.randrange(1 << 16)))
+    choice = rng.randrange(10)
+    if choice == 0:
+        inst.opcode = rng.choice(("", "no-such-op", "add", "tuple", "all-reduce", "while"))
+    elif choice == 1:
+        inst.operand_ids.append(bad)
+    elif choice == 2:
+        inst.shape.dimensions.append(abs(bad))
+    elif choice == 3:
+        inst.shape.element_type = rng.choice((0, 13, 99, 17, 30))
+    elif choice == 4:
+        inst.called_computation_ids.append(rng.choice([c.id for c in module.computations]))
+    elif choice == 5:
+        rng.choice(module.computations).root_id = bad
+    elif choice == 6:
+        inst.shape.layout.minor_to_major.append(bad)
+    elif choice == 7:
+        inst.literal.f32s.extend([1.0] * rng.randrange(1, 5))
+    elif choice == 8:
+        module.entry_computation_id = bad
+        module.entry_computation_name = "nothing"
+    else:
+        inst.id = rng.choice(instructions).id
+    return module.SerializeToString()
+
+
+def _proto_mutation(kind: str, data: bytes, rng: random.Random,
+                    bases: Sequence[tuple[str, bytes]]) -> bytes | None:
+    import gzip
+
+    if not data:
+        return None
+    at = rng.randrange(len(data))
+    if kind == "truncate":
+        return data[:at]
+    if kind == "flip-bits":
+        out = bytearray(data)
+        for _ in range(rng.randrange(1, 9)):
+            out[rng.randrange(len(out))] ^= 1 << rng.randrange(8)
+        return bytes(out)
+    if kind == "wrong-wire-type":
+        tags = _tags(data)
+        pos = rng.choice(tags)
+        out = bytearray(data)
+        out[pos] = (out[pos] & ~7) | rng.choice((0, 1, 2, 3, 4, 5, 6, 7))
+        return bytes(out)
+    if kind == "huge-length":
+        tags = [t for t in _tags(data) if data[t] & 7 == 2]
+        if not tags:
+            return None
+        pos = rng.choice(tags)
+        _, after_tag = _varint(data, pos)
+        _, after_len = _varint(data, after_tag)
+        return data[:after_tag] + b"\xff\xff\xff\xff\x8f\x01" + data[after_len:]
+    if kind == "delete-bytes":
+        return data[:at] + data[at + rng.randrange(1, 64):]
+    if kind == "duplicate-bytes":
+        chunk = data[at:at + rng.randrange(1, 64)]
+        return data[:at] + chunk + chunk + data[at + len(chunk):]
+    if kind == "splice":
+        other = rng.choice(bases)[1]
+        return data[:at] + other[rng.randrange(len(other)):]
+    if kind == "field-damage":
+        return _field_damage(data, rng)
+    if kind == "gzip":
+        packed = gzip.compress(data)
+        return packed if rng.random() < 0.3 else packed[:rng.randrange(len(packed))]
+    raise ValueError(kind)
+
+
+PROTO_MUTATIONS = ("truncate", "flip-bits", "wrong-wire-type", "huge-length", "delete-bytes",
+                   "duplicate-bytes", "splice", "field-damage", "gzip")
+
+
+@dataclass(frozen=True)
+class ProtoMutant:
+    index: int
+    base: str
+    mutations: tuple[str, ...]
+    data: bytes
+
+
+def proto_mutant(index: int, seed: int, bases: Sequence[tuple[str, bytes]]) -> ProtoMutant:
+    """Protobuf mutant ``index`` of campaign ``seed``: one or two byte-level mutations."""
+    rng = random.Random(f"proto:{seed}:{index}")
+    name, data = bases[rng.randrange(len(bases))]
+    applied: list[str] = []
+    for _ in range(20):
+        if len(applied) == rng.choice((1, 1, 2)):
+            break
+        kind = rng.choice(PROTO_MUTATIONS)
+        changed = _proto_mutation(kind, data, rng, bases)
+        if changed is not None and changed != data:
+            data, applied = changed, applied + [kind]
+    return ProtoMutant(index, name, tuple(applied), data)
+
+
+def proto_campaign(count: int, runs: int, *, seed: int = 0) -> Report:
+    """``count`` protobuf mutants through ``check`` and the first ``runs`` that check through
+    ``run``, in this process; the same judgement as the text campaign."""
+    import base64
+
+    bases = proto_corpus()
+    report = Report()
+    with tempfile.TemporaryDirectory(prefix="hostile-proto-") as scratch:
+        work = Path(scratch)
+        for index in range(count):
+            m = proto_mutant(index, seed, bases)
+            path = work / f"m{index}.pb"
+            path.write_bytes(m.data)
+            plan = [("check", check_argv(path.name), CHECK_LIMIT)]
+            for step, (name, argv, limit) in enumerate(plan):
+                outcome = invoke(argv, name, limit, work)
+                report.counts[name] += 1
+                report.codes[f"{name}:{outcome.code}"] += 1
+                report.seconds[name] += outcome.seconds
+                if outcome.failure:
+                    report.failures.append(Failure(
+                        outcome.failure, name, list(argv), m.base, list(m.mutations), index,
+                        outcome.stderr, base64.b64encode(m.data).decode("ascii")))
+                if name == "check" and outcome.code == 0 and report.counts["run"] < runs:
+                    plan.append(("run", run_argv(path.name, f"out{index}.npz"),
+                                 RUN_TIMEOUT + RUN_GRACE))
+            for leftover in work.iterdir():
+                _remove_tree(leftover) if leftover.is_dir() else leftover.unlink()
+    return report
+
+
 def summary(report: Report) -> Iterator[str]:
     """The counts, the exit codes, and each failure class with its first example."""
     for command in ("check", "run", "verify"):
@@ -601,12 +792,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="verify without shrinking counterexamples (faster)")
     parser.add_argument("--keep", metavar="DIR", help="write each failing mutant here")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--proto", type=int, metavar="N",
+                        help="instead: N mutated HloModuleProto files (tests/data/proto) "
+                             "through check, and --runs of those that check through run")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         _worker(json.loads(args.worker))
         return 0
     started = time.monotonic()
+    if args.proto is not None:
+        report = proto_campaign(args.proto, args.proto // 10 if args.runs is None
+                                else args.runs, seed=args.seed)
+        print(json.dumps(report.to_json(), indent=1) if args.json
+              else "\n".join(summary(report)))
+        return 1 if report.failures else 0
     report = campaign(args.count, args.count // 6 if args.runs is None else args.runs,
                       args.count // 10 if args.verifies is None else args.verifies,
                       seed=args.seed, jobs=args.jobs, minimize=not args.no_minimize)

@@ -79,3 +79,21 @@ def test_a_few_mutants_through_the_real_command_line(cli, tmp_path, index):
     if code == 0:
         code, _, stderr = cli(*fuzz.run_argv("m.hlo", "out.npz"), cwd=tmp_path, timeout=60)
         assert fuzz.judge("run", code, 0, 1, stderr) is None, stderr
+
+
+def test_proto_mutants_are_deterministic_and_mutated():
+    bases = fuzz.proto_corpus()
+    assert len(bases) > 700
+    first = [fuzz.proto_mutant(i, 0, bases) for i in range(40)]
+    assert [m.data for m in first] == [fuzz.proto_mutant(i, 0, bases).data for i in range(40)]
+    assert all(m.mutations for m in first)
+    assert {k for m in first for k in m.mutations} >= {"truncate", "flip-bits", "field-damage"}
+
+
+def test_mutated_protos_never_trace_back_or_crash():
+    """Truncated, bit-flipped, re-typed, huge-length and field-damaged HloModuleProto files
+    through check (and run, for those that still check): one sentence, exit 0/1/2."""
+    report = fuzz.proto_campaign(300, 30, seed=0)
+    assert report.counts["check"] == 300
+    assert report.codes["check:2"] > 200  # most mutants are refused, as they should be
+    assert not report.failures, "\n".join(fuzz.summary(report))
