@@ -19,7 +19,8 @@ from neuron_sim.interpreter import execute
 from neuron_sim.topology import Topology
 from neuron_sim.verify.fuzz.oracle_compare import TOLERANCE_ULPS, compare_leaf, compare_outputs
 from neuron_sim.verify.fuzz.xla_differences import (BF16_PROMOTED, DENORMALS_FLUSHED,
-                                                    FUSED_MULTIPLY_ADD, NAN_DROPPED,
+                                                    FUSED_MULTIPLY_ADD, MESH_DEVICE_IDS,
+                                                    NAN_DROPPED,
                                                     NON_IDENTITY_INIT, SEVERAL_MESHES, explain)
 from neuron_sim.xla_cpu import jaxlib_installed
 
@@ -235,6 +236,18 @@ def test_the_two_meshes_case_is_the_known_xla_bug():
     assert theirs[0].tolist() == [1, 1, 5, 5, 9, 9, 13, 13]  # jaxlib 0.10.2's wrong result
     comparison = compare_outputs(module, ours, theirs)
     assert explain(module, topology, comparison, ours, theirs) == SEVERAL_MESHES
+
+
+@needs_jaxlib
+def test_the_mesh_device_ids_case_is_the_known_xla_bug():
+    """tests/data/xla_oracle/mesh_device_ids/README.md derives groups {0,1}, {2,3}: sums of
+    1 << p are 3, 3, 12, 12."""
+    text = (CASES / "mesh_device_ids" / "module.hlo").read_text()
+    module, topology, ours, theirs = _both(text, [])
+    assert ours[0].tolist() == [3, 3, 12, 12]
+    assert theirs[0].tolist() == [5, 10, 5, 10]  # jaxlib 0.10.2's wrong result
+    comparison = compare_outputs(module, ours, theirs)
+    assert explain(module, topology, comparison, ours, theirs) == MESH_DEVICE_IDS
 
 
 # --------------------------------------------------------------------------------------------

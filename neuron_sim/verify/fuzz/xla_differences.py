@@ -28,6 +28,7 @@ Classifier = Callable[[HloModule, Topology, Comparison, list, list], bool]
 NON_IDENTITY_INIT = "xla: reduce init value not an identity"
 FUSED_MULTIPLY_ADD = "xla: fused multiply-add"
 SEVERAL_MESHES = "xla bug: several meshes in one module"
+MESH_DEVICE_IDS = "xla bug: mesh device_ids dropped"
 NAN_DROPPED = "xla: max/min all-reduce drops NaN"
 DENORMALS_FLUSHED = "xla: denormals flushed to zero"
 BF16_PROMOTED = "xla: bf16 all-reduce in f32"
@@ -224,8 +225,18 @@ def several_meshes(module: HloModule, topology: Topology, comparison: Comparison
                     lambda inst: "replica_groups=mesh[" in inst.to_text())
 
 
+def mesh_device_ids(module: HloModule, topology: Topology, comparison: Comparison,
+                    ours: list, xla: list) -> bool:
+    """XLA bug: the HLO -> StableHLO import drops a mesh's device_ids, so the groups are the
+    default mesh's (tests/data/xla_oracle/mesh_device_ids)."""
+    return _depends(module, comparison.mismatches,
+                    lambda inst: "replica_groups=mesh[" in inst.to_text()
+                    and "device_ids=" in inst.to_text())
+
+
 CLASSIFIERS: dict[str, Classifier] = {
     SEVERAL_MESHES: several_meshes,
+    MESH_DEVICE_IDS: mesh_device_ids,
     NAN_DROPPED: nan_dropped,
     DENORMALS_FLUSHED: denormals_flushed,
     BF16_PROMOTED: bf16_promoted,
