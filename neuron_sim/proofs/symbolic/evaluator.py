@@ -28,6 +28,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from neuron_sim.hlo import ElementType, HloComputation, HloInstruction, HloModule, Opcode
+from neuron_sim.hlo.opcodes import Category
 from neuron_sim.hlo.shapes import ArrayShape, Shape, TupleShape
 from neuron_sim.topology import Topology
 
@@ -185,6 +186,9 @@ class SymbolicEvaluator(Evaluator):
             return self._conditional(ctx, args)
         if opcode in _MOVE_ALL:
             return self._move(ctx, implementation, args, len(args))
+        if opcode in (Opcode.DYNAMIC_SLICE, Opcode.DYNAMIC_UPDATE_SLICE) and \
+                any(has_symbolic(a) for a in args[_MOVE_SOME[opcode]:]):
+            return self._dynamic_on_data(ctx, implementation, args, _MOVE_SOME[opcode])
         if opcode in _MOVE_SOME:
             return self._move(ctx, implementation, args, _MOVE_SOME[opcode])
         if opcode is Opcode.SELECT and not has_symbolic(args[0]):
@@ -246,6 +250,69 @@ class SymbolicEvaluator(Evaluator):
                 arrays.append(value.array[None] if isinstance(value, Replicated)
                               else value.array)
         return self._result(ctx, implementation.fn(ctx, *arrays), self._replicated(args))
+
+    def _dynamic_on_data(self, ctx: OpContext, implementation, args: list[Value],
+                         data: int) -> Symbolic:
+        """A dynamic-slice / dynamic-update-slice whose start index depends on the inputs:
+        a case split over the clamped start. For every combination of clamped starts c of
+        the input-dependent dimensions the op runs on handles with starts c (the others as
+        given), and the result is the chain ``select(clamp(s) == c and ..., result_c, ...)``
+        — exact, since the clamped start is always one of the cases. Refused past
+        ``MAX_START_CASES`` combinations or ``MAX_CASE_ELEMENTS`` handles."""
+        inst = ctx.inst
+        starts = args[data:]
+        if len(starts) != inst.operand(0).shape.rank or \
+                any(inst.operand(data + d).shape.rank != 0 for d in range(len(starts))):
+            raise SymbolicUnsupported(f"a start index of {inst.opcode.spelling} depends on the "
+                                      "inputs (in a rank-1 start operand)")
+        full = inst.operand(0).shape.dims
+        sizes = inst.get("dynamic_slice_sizes") if data == 1 else inst.operand(1).shape.dims
+        symbolic = [d for d, v in enumerate(starts) if has_symbolic(v)]
+        ranges = [range(max(full[d] - sizes[d], 0) + 1) for d in symbolic]
+        cases = int(np.prod([len(r) for r in ranges], dtype=np.int64))
+        if cases > MAX_START_CASES or cases * inst.shape.element_count > MAX_CASE_ELEMENTS:
+            raise SymbolicUnsupported(f"a start index of {inst.opcode.spelling} depends on the "
+                                      f"inputs and its {cases} possible starts are too many "
+                                      "to split")
+        moved = [self.handles_of(v, np.int64) for v in args[:data]]
+        table = self.table
+        tests = []
+        for d in symbolic:
+            et = inst.operand(data + d).shape.element_type
+            clamp = table.operator(("apply", Opcode.CLAMP, et, (et, et, et), ()),
+                                   commutative=False)
+            bounds = table.constants(np.array([0, max(full[d] - sizes[d], 0)], et.numpy_dtype))
+            pair = table.operator(("pair",))
+            handles = self.handles_of(starts[d], np.int64)
+            clamped = table.intern(clamp, bounds[0], table.intern(pair, handles, bounds[1]))
+            equal = table.operator(("apply", Opcode.COMPARE, ElementType.PRED, (et, et),
+                                    (("direction", repr("EQ")),)), commutative=False)
+            tests.append([table.intern(equal, clamped,
+                                       table.constants(np.array([c], et.numpy_dtype)))
+                          for c in ranges[symbolic.index(d)]])
+        both = table.operator(("apply", Opcode.AND, ElementType.PRED,
+                               (ElementType.PRED, ElementType.PRED), ()), commutative=True)
+        value: Value | None = None
+        for combination in reversed(list(np.ndindex(*[len(r) for r in ranges]))):
+            numbers = []
+            for d, start in enumerate(starts):
+                if d in symbolic:
+                    c = ranges[symbolic.index(d)][combination[symbolic.index(d)]]
+                    numbers.append(np.array([c], np.int64))
+                else:
+                    numbers.append(start.array[None] if isinstance(start, Replicated)
+                                   else start.array)
+            result = self._result(ctx, implementation.fn(ctx, *moved, *numbers),
+                                  self._replicated(args[:data]))
+            if value is None:
+                value = result
+                continue
+            test = None
+            for position, choice in enumerate(combination):
+                term = tests[position][choice]
+                test = term if test is None else table.intern(both, test, term)
+            value = self._select_values(ctx, test, result, value, inst.shape)
+        return value
 
     def _select(self, ctx: OpContext, implementation, args: list[Value]) -> Symbolic:
         """A select on a concrete predicate moves handles."""
@@ -451,6 +518,8 @@ class SymbolicEvaluator(Evaluator):
         indexed = inst.has("branch_computations")
         branches = list(inst.get("branch_computations")) if indexed else \
             [inst.get("true_computation"), inst.get("false_computation")]
+        if has_symbolic(args[0]) or _divergent(args[0]):
+            return self._conditional_on_data(ctx, branches, indexed, args)
         raw = self._decision(args[0], "the conditional's branch depends on the inputs")
         if not indexed:
             index = 0 if bool(raw) else 1
@@ -458,6 +527,92 @@ class SymbolicEvaluator(Evaluator):
             signed = int(np.asarray(raw).astype(np.int64))
             index = signed if 0 <= signed < len(branches) else len(branches) - 1
         return self.evaluate(branches[index], [args[1 + index]], ctx.frame)
+
+    def _conditional_on_data(self, ctx: OpContext, branches: list[HloComputation],
+                             indexed: bool, args: list[Value]) -> Value:
+        """A conditional whose selector depends on the inputs: every branch runs on its
+        operand and the result is an if-then-else term per element — ``select(p, true, false)``
+        for a pred selector, ``select(i == 0, b0, select(i == 1, b1, ... b(N-1)))`` for an
+        index (out of range: the last branch, as XLA runs it). Only for branches without
+        effects that running an untaken branch would change: collectives, rng, infeed /
+        outfeed, send / recv and custom-calls are refused by name."""
+        for branch in branches:
+            effect = _effect_in(branch)
+            if effect is not None:
+                why = "depends on the inputs" if has_symbolic(args[0]) else \
+                    "differs between devices"
+                raise SymbolicUnsupported(f"the conditional's branch {why} and "
+                                          f"branch {branch.name} has a {effect.opcode.spelling} "
+                                          f"(%{effect.name}), which an untaken branch must "
+                                          "not run")
+        results = [self.evaluate(branch, [args[1 + k]], ctx.frame)
+                   for k, branch in enumerate(branches)]
+        if not has_symbolic(args[0]):  # concrete, different between devices: rows choose
+            rows = args[0].array.reshape(-1)
+            if indexed:
+                signed = rows.astype(np.int64)
+                index = np.where((signed < 0) | (signed >= len(branches)), len(branches) - 1,
+                                 signed)
+            else:
+                index = np.where(rows.astype(bool), 0, 1)
+            value = results[-1]
+            for k in reversed(range(len(branches) - 1)):
+                value = self._choose_rows(index == k, results[k], value, ctx.inst.shape)
+            return value
+        selector = self.handles_of(args[0], np.int64)
+        selector_type = ctx.inst.operand(0).shape.element_type
+        if not indexed:
+            tests = [selector]
+        else:
+            compare = self.table.operator(
+                ("apply", Opcode.COMPARE, ElementType.PRED, (selector_type, selector_type),
+                 (("direction", repr("EQ")),)), commutative=False)
+            tests = [self.table.intern(compare, selector,
+                                       self.table.constants(np.array([k],
+                                                                     selector_type.numpy_dtype)))
+                     for k in range(len(branches) - 1)]
+        value = results[-1]
+        for k in reversed(range(len(tests))):
+            value = self._select_values(ctx, tests[k], results[k], value, ctx.inst.shape)
+        return value
+
+    def _choose_rows(self, chosen: np.ndarray, on_true: Value, on_false: Value,
+                     shape: Shape) -> Value:
+        """Per row (device), ``on_true`` where ``chosen`` else ``on_false``: handles move,
+        no term is made."""
+        if isinstance(shape, TupleShape):
+            return TupleValue([self._choose_rows(chosen, a, b, s) for a, b, s in
+                               zip(on_true.elements, on_false.elements, shape.elements)])
+        if shape.is_token:
+            return TOKEN
+        a, b = self.handles_of(on_true, np.int64), self.handles_of(on_false, np.int64)
+        dims = tuple(shape.dims)
+        rows = chosen.shape[0]
+        a, b = (np.broadcast_to(x, (rows, *dims)) for x in (a, b))
+        return Symbolic(np.where(chosen.reshape(rows, *([1] * len(dims))), a, b), False)
+
+    def _select_values(self, ctx: OpContext, test: np.ndarray, on_true: Value,
+                       on_false: Value, shape: Shape) -> Value:
+        """``select(test, on_true, on_false)`` leaf by leaf (``test``: batched scalar
+        handles)."""
+        if isinstance(shape, TupleShape):
+            return TupleValue([self._select_values(ctx, test, a, b, s) for a, b, s in
+                               zip(on_true.elements, on_false.elements, shape.elements)])
+        if shape.is_token:
+            return TOKEN
+        et = shape.element_type
+        select = self.table.operator(("apply", Opcode.SELECT, et, (ElementType.PRED, et, et),
+                                      ()), commutative=False)
+        pair = self.table.operator(("pair",))
+        a, b = self.handles_of(on_true, np.int64), self.handles_of(on_false, np.int64)
+        rows = max(a.shape[0], b.shape[0], test.shape[0])
+        dims = tuple(shape.dims)
+        a, b = (np.broadcast_to(x, (rows, *dims)) for x in (a, b))
+        t = np.broadcast_to(test.reshape(test.shape[0], *([1] * len(dims))), (rows, *dims))
+        out = self.table.intern(select, t, self.table.intern(pair, a, b))
+        if rows == 1:
+            return Symbolic(out[0], True)
+        return Symbolic(out, False)
 
     # -- collectives -----------------------------------------------------------------------------
     def _collective(self, ctx: OpContext, args: list[Value]) -> Value:
@@ -520,6 +675,39 @@ class SymbolicEvaluator(Evaluator):
         operand_part = args[0] if len(args) == 1 else TupleValue(list(args))
         return TupleValue([operand_part, value,
                            *(zeros_value(s) for s in inst.shape.elements[2:])])
+
+
+def _divergent(selector: Value) -> bool:
+    """A concrete selector that is not the same on every device."""
+    if not isinstance(selector, PerDevice):
+        return False
+    raw = selector.array.reshape(-1)
+    return bool(raw.size) and not bool((raw == raw[0]).all())
+
+
+MAX_START_CASES = 512          # clamped start combinations a data-dependent slice is split into
+MAX_CASE_ELEMENTS = 1 << 20    # handles the split may create
+
+
+_EFFECT_CATEGORIES = (Category.COLLECTIVE, Category.RANDOM, Category.IO, Category.ASYNC)
+
+
+def _effect_in(computation: HloComputation) -> HloInstruction | None:
+    """The first instruction of ``computation`` (or one it calls) whose running is observable
+    beyond its value: a collective, rng, I/O, async op or custom-call (None if there is
+    none)."""
+    seen: set[int] = set()
+    stack = [computation]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        for inst in current.instructions:
+            if inst.opcode.category in _EFFECT_CATEGORIES or inst.opcode is Opcode.CUSTOM_CALL:
+                return inst
+            stack.extend(inst.called_computations)
+    return None
 
 
 def collective_kind_or_none(inst: HloInstruction) -> Opcode | None:
