@@ -471,6 +471,25 @@ def _ln_grad(mesh):
     return [x.grad, ln.weight.grad, ln.bias.grad]
 
 
+@program("layernorm_bf16", "nn.LayerNorm(8) in bfloat16 on a batch sharded over 8 devices",
+         ["layernorm", "bf16"])
+def _ln_bf16(mesh):
+    ln = module_on(mesh, torch.nn.LayerNorm(8), 160).to(torch.bfloat16)
+    x = on(mesh, eighths((16, 8), 161).to(torch.bfloat16), ("x", None))
+    return [ln(x)]
+
+
+@program("megatron_mlp_bf16", "Megatron column- then row-parallel MLP in bfloat16 (partial sums "
+         "all-reduced in bf16)", ["tp", "mlp", "bf16"])
+def _mlp_bf16(mesh):
+    x = on(mesh, eighths((4, 8), 162).to(torch.bfloat16), (None, None))
+    w1 = on(mesh, eighths((8, 16), 163).to(torch.bfloat16), (None, "x"))
+    w2 = on(mesh, eighths((16, 8), 164).to(torch.bfloat16), ("x", None))
+    y = torch.relu(x @ w1) @ w2
+    xs.mark_sharding(y, mesh, (None, None))
+    return [y]
+
+
 @program("dropout", "nn.Dropout(0.5) in training mode: rng-bit-generator with rng_default, "
          "which is implementation-defined; the interpreter follows XLA:CPU's (Philox), so the "
          "values are compared", ["dropout", "rng"])
@@ -514,13 +533,21 @@ def scrub_paths(text: str) -> str:
     return _QUOTED_ABSOLUTE_PATH.sub(relative, text)
 
 
+def _numpy(tensor: torch.Tensor) -> np.ndarray:
+    """The tensor as numpy; bfloat16 as raw 2-byte void (``|V2``), numpy having no bf16."""
+    tensor = tensor.detach()
+    if tensor.dtype == torch.bfloat16:
+        return tensor.view(torch.int16).numpy().view(np.dtype("V2"))
+    return tensor.numpy()
+
+
 def _stacked(tensors: list[torch.Tensor]) -> list[np.ndarray]:
     """Each tensor's local shards, ordered by device, stacked ``[8, *shard]``."""
     result = []
     for shards in torch_xla._XLAC._get_local_shards(tensors):
         by_device = sorted(shards, key=lambda pair: int(pair[1].split(":")[1]))
         assert [int(d.split(":")[1]) for _, d in by_device] == list(range(DEVICES)), by_device
-        result.append(np.stack([t.detach().numpy() for t, _ in by_device]))
+        result.append(np.stack([_numpy(t) for t, _ in by_device]))
     return result
 
 
@@ -692,6 +719,8 @@ def write_readme(manifest: list[dict]) -> None:
         "* `NAME.npz`: `arg{i}` = entry parameter i, `out{j}` = leaf j of the entry's result",
         "  tuple, each `[8, *shape]`: the local shards of the real execution on 8 PJRT CPU",
         "  devices (device d = partition d).",
+        "* bfloat16 arrays are stored as raw 2-byte void (`|V2`):",
+        "  `np.load(...)[k].view(ml_dtypes.bfloat16)`.",
         "* `compare` in MANIFEST.json: `values`, or `shapes` for a program whose values only",
         "  XLA:CPU's own random generator defines (none now: dropout's `rng_default` is",
         "  Philox in XLA:CPU and in neuron-sim, so its values are compared).",

@@ -16,6 +16,12 @@ interpreter on those inputs, give those outputs:
   shrink with a small element), so they are measured in ulps of the output's largest element,
   not of each element. Measured when the corpus was made: at most 2 such ulps.
 
+One documented departure, not a tolerance of the numbers: XLA:CPU promotes a bf16 all-reduce
+to f32 late in its pipeline (docs/semantics.md §3), so the module after partitioning, which sums
+the bf16 partial products in bf16, may differ from the execution by up to 2 bf16 ulps of the
+output's scale (measured on ``megatron_mlp_bf16.partitioned``: 1); the final module, which holds
+the promotion, is bit-identical.
+
 The send/recv program cannot run under XLA:CPU; its expected outputs are the value sent (the
 loop-back pair ``{{0,0}}``), computed by numpy in the generator, and PyTorch/XLA's own text
 (without ``_xla_send_recv_source_target_pairs``) must be refused with a message naming it.
@@ -26,6 +32,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -58,11 +65,30 @@ def test_the_corpus_covers_what_torch_xla_users_run():
     for needed in ("layernorm", "batch-norm-training", "batch-norm-grad",
                    "batch-norm-inference", "send", "recv", "all-reduce", "all-gather",
                    "all-to-all", "collective-permute", "convolution", "dropout", "train_step",
-                   "embedding", "attention", "mesh2d", "sequence_parallel", "tp", "dp", "int"):
+                   "embedding", "attention", "mesh2d", "sequence_parallel", "tp", "dp", "int",
+                   "bf16"):
         assert needed in features, needed
 
 
-def _tolerance(entry: dict) -> int:
+def _is_float(dtype: np.dtype) -> bool:
+    return dtype.kind == "f" or dtype == np.dtype(ml_dtypes.bfloat16)
+
+
+def _ulp_of_largest(expected: np.ndarray) -> float:
+    """The spacing of the expected type's numbers at the output's largest magnitude."""
+    largest = float(np.abs(expected.astype(np.float64)).max())
+    info = ml_dtypes.finfo(expected.dtype)
+    exponent = np.floor(np.log2(max(largest, float(info.tiny))))
+    return float(np.exp2(exponent - info.nmant))
+
+
+# Modules whose bf16 all-reduce XLA:CPU promotes to f32 after this dump (see the docstring).
+BF16_ALL_REDUCE_PROMOTED_LATER = {"megatron_mlp_bf16.partitioned.hlo": 2}
+
+
+def _tolerance(entry: dict, module: str) -> int:
+    if module in BF16_ALL_REDUCE_PROMOTED_LATER:
+        return BF16_ALL_REDUCE_PROMOTED_LATER[module]
     return TOLERANCE_OUTPUT_ULPS if APPROXIMATE & set(entry["features"]) else 0
 
 
@@ -74,17 +100,19 @@ def test_module_checks_and_matches_torch_xla(entry, module):
     inputs = {key: value for key, value in data.items() if key.startswith("arg")}
     outputs = interpreter.run(parsed, inputs)
     assert len(outputs) == len([k for k in data if k.startswith("out")])
-    limit = _tolerance(entry)
+    limit = _tolerance(entry, module)
     for j, got in enumerate(outputs):
         expected = data[f"out{j}"]
+        if expected.dtype.kind == "V":  # bfloat16, stored as raw 2-byte void
+            expected = expected.view(got.dtype)
         assert got.shape == expected.shape and got.dtype == expected.dtype, f"out{j}"
         if entry["compare"] == "shapes":
             continue
-        if got.dtype.kind != "f" or limit == 0:
+        if not _is_float(got.dtype) or limit == 0:
             assert got.tobytes() == expected.tobytes(), f"out{j}"
             continue
-        scale = np.spacing(np.abs(expected).max().astype(expected.dtype))
-        distance = np.abs(got.astype(np.float64) - expected.astype(np.float64)) / scale
+        distance = np.abs(got.astype(np.float64) - expected.astype(np.float64)) \
+            / _ulp_of_largest(expected)
         assert distance.max() <= limit, (
             f"out{j}: {int((distance > limit).sum())} elements differ by more than {limit} ulps "
             f"of the largest output (max {distance.max():.2f})")
