@@ -9,6 +9,9 @@ evaluator; and the ``#`` form prints back as it was read.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -187,3 +190,39 @@ def test_an_element_the_rewrite_makes_the_root_gets_a_line_of_its_own():
     printed = module.to_text()
     assert f"ROOT %{element.name} = s32[] get-tuple-element(%p), index=0" in printed
     assert parse_module(printed).to_text() == printed
+
+
+# -- JAX 0.12's own dumps (tests/data/jax_0_12: XLA's text and XLA:CPU's outputs) --------------
+
+JAX_0_12 = Path(__file__).resolve().parents[1] / "data" / "jax_0_12"
+HASH_OPERAND = re.compile(r"%[\w.\-]+#\d")
+WITH_HASH = sorted(p for p in JAX_0_12.glob("*.hlo") if HASH_OPERAND.search(p.read_text()))
+
+
+def test_jax_0_12_dumps_with_hash_operands_print_them_back_verbatim():
+    """Every line of XLA's own text that uses a ``%p#i`` operand prints back unchanged."""
+    assert len(WITH_HASH) >= 5
+    for path in WITH_HASH:
+        text = path.read_text()
+        printed = parse_module(text, str(path)).to_text()
+        assert ([line for line in text.splitlines() if HASH_OPERAND.search(line)]
+                == [line for line in printed.splitlines() if HASH_OPERAND.search(line)]), path
+
+
+def _smallest_runnable(count: int) -> list[Path]:
+    runnable = [p for p in WITH_HASH if p.with_suffix(".npz").exists()
+                and not any(a.dtype.kind == "V" for a in np.load(p.with_suffix(".npz")).values())]
+    return sorted(runnable, key=lambda p: p.stat().st_size)[:count]
+
+
+@pytest.mark.parametrize("path", _smallest_runnable(3), ids=lambda p: p.stem)
+def test_jax_0_12_dumps_with_hash_operands_compute_what_xla_computed(path: Path):
+    """The outputs XLA:CPU computed for the module (its ``.npz``), on every device."""
+    data = np.load(path.with_suffix(".npz"))
+    args = [data[f"arg{i}"] for i in range(sum(k.startswith("arg") for k in data))]
+    expected = [data[f"out{j}"] for j in range(sum(k.startswith("out") for k in data))]
+    result = execute(parse_module(path.read_text(), str(path)), args)
+    assert len(result.outputs) == len(expected)
+    for got, want in zip(result.outputs, expected):
+        np.testing.assert_allclose(np.asarray(got).reshape(want.shape), want, rtol=1e-6,
+                                   atol=1e-6)
