@@ -430,6 +430,9 @@ class _Parser:
         for pending in pendings:
             for ref, pos, _ in pending.operand_refs:
                 operand = ref if isinstance(ref, HloInstruction) else by_name.get(ref)
+                if operand is None and pending.inst.written_as_operand:
+                    raise c.error(f"operand %{ref}#{pending.inst.attrs['index']} names %{ref}, "
+                                  f"which is not defined in computation {name}", pos)
                 if operand is None:
                     raise c.error(f"instruction %{pending.inst.name} uses %{ref}, which is "
                                   f"not defined in computation {name}", pos)

@@ -173,6 +173,13 @@ def test_a_bad_element_is_an_error_at_the_operand(operand: str, message: str):
     assert (err.line, err.col) == (12, 23)  # the operand's first character
 
 
+def test_an_element_of_an_undefined_instruction_is_an_error_naming_the_operand():
+    with pytest.raises(HloParseError) as info:
+        parse_module(HASH_FORM.replace("add(%param#0,", "add(%nothing#0,"), "f.hlo")
+    assert "operand %nothing#0 names %nothing, which is not defined" in info.value.message
+    assert (info.value.line, info.value.col) == (12, 23)
+
+
 def test_a_hash_without_an_index_is_a_parse_error():
     with pytest.raises(HloParseError) as info:
         parse_module(HASH_FORM.replace("%param#0", "%param#x"), "f.hlo")
