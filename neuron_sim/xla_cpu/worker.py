@@ -130,7 +130,7 @@ def one_line(error: BaseException) -> str:
     return " ".join(text.split())
 
 
-def main(argv: list[str]) -> int:
+def serve(argv: list[str]) -> int:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     # Anything else written to stdout (a library's print) must not corrupt the replies.
     sys.stdout = sys.stderr
@@ -156,4 +156,4 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(serve(sys.argv[1:]))

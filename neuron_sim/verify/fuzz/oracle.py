@@ -54,7 +54,7 @@ AGREE = ("exact", "tolerance")
 
 
 @dataclass
-class Outcome:
+class OracleOutcome:
     """One module's comparison: its class and, when it differs, the comparison."""
 
     klass: str
@@ -139,37 +139,37 @@ class OracleRun:
         self.batch_only = 0  # differences that went away when the module was compiled alone
 
     def ours(self, module: HloModule, topology: Topology, inputs: list
-             ) -> list[np.ndarray] | Outcome:
-        """The interpreter's outputs, or the Outcome that ends the comparison first."""
+             ) -> list[np.ndarray] | OracleOutcome:
+        """The interpreter's outputs, or the OracleOutcome that ends the comparison first."""
         if any(inst.opcode in RANDOM_OPCODES for inst in module.instructions()):
-            return Outcome("random")
+            return OracleOutcome("random")
         started = time.perf_counter()
         try:
             return interpreter.execute(module, inputs, topology, seed=0,
                                        time_limit=RUN_SECONDS).outputs
         except Exception as error:  # noqa: BLE001 - any failure to run is recorded, not raised
-            return Outcome("ours refused", detail=f"{type(error).__name__}: {error}")
+            return OracleOutcome("ours refused", detail=f"{type(error).__name__}: {error}")
         finally:
             self.ours_seconds += time.perf_counter() - started
 
     @staticmethod
     def judge(module: HloModule, topology: Topology, ours: list[np.ndarray],
-              theirs: list[np.ndarray]) -> Outcome:
+              theirs: list[np.ndarray]) -> OracleOutcome:
         """Compare, and classify a difference (``xla_differences.explain``)."""
         comparison = compare_outputs(module, ours, theirs)
         if comparison.verdict != "differ":
-            return Outcome(comparison.verdict, comparison)
+            return OracleOutcome(comparison.verdict, comparison)
         klass = explain(module, topology, comparison, ours, theirs)
-        return Outcome(klass or UNEXPLAINED, comparison,
+        return OracleOutcome(klass or UNEXPLAINED, comparison,
                        detail="; ".join(m.summary() for m in comparison.mismatches))
 
-    def outcome(self, module: HloModule, topology: Topology, inputs: list) -> Outcome:
+    def outcome(self, module: HloModule, topology: Topology, inputs: list) -> OracleOutcome:
         """One module compiled alone by XLA and compared."""
         from neuron_sim.xla_cpu import XlaRefused
         from neuron_sim.xla_cpu.client import per_device_arguments
 
         ours = self.ours(module, topology, inputs)
-        if isinstance(ours, Outcome):
+        if isinstance(ours, OracleOutcome):
             return ours
         started = time.perf_counter()
         try:
@@ -181,19 +181,19 @@ class OracleRun:
             self.xla_seconds += time.perf_counter() - started
         return self.judge(module, topology, ours, theirs)
 
-    def outcomes(self, modules: list[HloModule], inputs: list[list]) -> list[Outcome]:
+    def outcomes(self, modules: list[HloModule], inputs: list[list]) -> list[OracleOutcome]:
         """``outcome`` of each module, XLA compiling those of one topology together
         (``XlaCpu.run_batch``)."""
         from neuron_sim.xla_cpu import XlaRefused
         from neuron_sim.xla_cpu.client import per_device_arguments
 
-        results: list[Outcome | None] = [None] * len(modules)
+        results: list[OracleOutcome | None] = [None] * len(modules)
         ours_of: dict[int, list[np.ndarray]] = {}
         groups: dict[tuple, list[int]] = {}
         for i, (module, given) in enumerate(zip(modules, inputs)):
             topology = Topology(module.replica_count, module.num_partitions)
             ours = self.ours(module, topology, given)
-            if isinstance(ours, Outcome):
+            if isinstance(ours, OracleOutcome):
                 results[i] = ours
                 continue
             ours_of[i] = ours
@@ -219,7 +219,7 @@ class OracleRun:
         return results  # type: ignore[return-value]
 
 
-def refused(message: str) -> Outcome:
+def refused(message: str) -> OracleOutcome:
     """XLA's refusal as a class: what stopped it (its parser, its verifier, a check that
     ended the process, ...), the message in the detail."""
     lowered = message.lower()
@@ -235,7 +235,7 @@ def refused(message: str) -> Outcome:
         kind = "timeout"
     else:
         kind = "other"
-    return Outcome(f"xla refused: {kind}", detail=message)
+    return OracleOutcome(f"xla refused: {kind}", detail=message)
 
 
 @dataclass(frozen=True)

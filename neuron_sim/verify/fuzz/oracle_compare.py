@@ -48,7 +48,7 @@ def inexact_opcodes(module: HloModule) -> set[Opcode]:
 
 
 @dataclass
-class Mismatch:
+class OutputMismatch:
     """The first differing element of one output on one device, and how many differ."""
 
     leaf: int
@@ -73,7 +73,7 @@ class Comparison:
     the tolerance where it applies; ``differ``: ``mismatches`` (one per differing output)."""
 
     verdict: str
-    mismatches: list[Mismatch]
+    mismatches: list[OutputMismatch]
 
 
 def _is_float(dtype: np.dtype) -> bool:
@@ -131,7 +131,7 @@ def compare_outputs(module: HloModule, ours: list[np.ndarray], xla: list[np.ndar
     if len(ours) != len(xla):
         raise ValueError(f"ours has {len(ours)} outputs, XLA {len(xla)}")
     tolerant = bool(inexact_opcodes(module))
-    mismatches: list[Mismatch] = []
+    mismatches: list[OutputMismatch] = []
     used_tolerance = False
     for j, (a, b) in enumerate(zip(ours, xla)):
         bad, used = compare_leaf(np.asarray(a), np.asarray(b), tolerant)
@@ -139,7 +139,7 @@ def compare_outputs(module: HloModule, ours: list[np.ndarray], xla: list[np.ndar
         if bad.any():
             where = tuple(int(i) for i in np.argwhere(bad)[0])
             devices = sorted({int(d) for d in np.nonzero(bad.reshape(len(bad), -1).any(1))[0]})
-            mismatches.append(Mismatch(j, where[0], where[1:], _scalar(a[where]),
+            mismatches.append(OutputMismatch(j, where[0], where[1:], _scalar(a[where]),
                                        _scalar(b[where]), str(a.dtype), int(bad.sum()),
                                        devices))
     if mismatches:

@@ -19,7 +19,7 @@ import numpy as np
 from neuron_sim.hlo.ir import HloInstruction, HloModule, dependencies
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.topology import Topology
-from neuron_sim.verify.fuzz.oracle_compare import (Comparison, Mismatch, compare_leaf,
+from neuron_sim.verify.fuzz.oracle_compare import (Comparison, OutputMismatch, compare_leaf,
                                                    inexact_opcodes)
 from neuron_sim.xla_cpu.batch import meshes
 
@@ -46,7 +46,7 @@ def _leaf_roots(module: HloModule, leaf: int) -> list[HloInstruction]:
     return [root]
 
 
-def _depends(module: HloModule, mismatches: list[Mismatch],
+def _depends(module: HloModule, mismatches: list[OutputMismatch],
              suspect: Callable[[HloInstruction], bool]) -> bool:
     """Every mismatched output depends on an instruction ``suspect`` accepts."""
     for m in mismatches:
