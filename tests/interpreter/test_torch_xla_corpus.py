@@ -30,6 +30,9 @@ loop-back pair ``{{0,0}}``), computed by numpy in the generator, and PyTorch/XLA
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import ml_dtypes
@@ -39,7 +42,7 @@ import pytest
 import neuron_sim.interpreter as interpreter
 from neuron_sim.hlo import parse_module_file
 from neuron_sim.hlo.checker import check_module
-from neuron_sim.io import read_npz
+from neuron_sim.io import read_npz, write_npz
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "torch_xla"
 MANIFEST = json.loads((CORPUS / "MANIFEST.json").read_text())
@@ -129,3 +132,26 @@ def test_torch_xla_send_recv_without_pairs_checks_and_says_what_it_lacks():
                        match=r"%recv\.\d+: a recv needs the frontend attribute "
                              r"_xla_send_recv_source_target_pairs"):
         interpreter.run(module, {k: v for k, v in data.items() if k.startswith("arg")})
+
+
+MPIEXEC = Path(sys.executable).parent / "mpiexec"
+REPO = CORPUS.parents[2]
+
+
+@pytest.mark.skipif(not MPIEXEC.exists(), reason="mpiexec is not installed")
+def test_mpi_ranks_run_a_sequence_parallel_layernorm_mlp_with_the_local_bits(tmp_path):
+    """The partitioned sequence-parallel MLP (nn.LayerNorm as batch-norm-training, all-gathers,
+    all-reduces) on 2 MPI ranks gives the local backend's bits."""
+    module = CORPUS / "sequence_parallel_mlp.partitioned.hlo"
+    data = read_npz(CORPUS / "sequence_parallel_mlp.npz")
+    inputs = {k: v for k, v in data.items() if k.startswith("arg")}
+    write_npz(tmp_path / "in.npz", inputs)
+    cli = [sys.executable, "-c", "import sys; from neuron_sim.cli import main; sys.exit(main())"]
+    done = subprocess.run(
+        [str(MPIEXEC), "-n", "2", *cli, "run", str(module), "--backend", "mpi", "--inputs",
+         str(tmp_path / "in.npz"), "-o", str(tmp_path / "out.npz")],
+        capture_output=True, text=True, timeout=150, cwd=REPO,
+        env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert done.returncode == 0, done.stderr
+    (local,) = interpreter.run(parse_module_file(module), inputs)
+    assert read_npz(tmp_path / "out.npz")["out0"].tobytes() == local.tobytes()
