@@ -36,8 +36,11 @@ ORDER_OR_ALGORITHM = frozenset({
     Opcode.REDUCE_SCATTER, Opcode.SCATTER, Opcode.SELECT_AND_SCATTER,
     Opcode.EXP, Opcode.EXPM1, Opcode.LOG, Opcode.LOG1P, Opcode.LOGISTIC, Opcode.TANH,
     Opcode.SIN, Opcode.COS, Opcode.TAN, Opcode.ATAN2, Opcode.POWER, Opcode.RSQRT,
-    Opcode.CBRT, Opcode.ERF,
-}) - {None}
+    Opcode.CBRT, Opcode.ERF, Opcode.ATAN, Opcode.ATANH, Opcode.TANH, Opcode.BATCH_NORM_GRAD,
+    Opcode.BATCH_NORM_INFERENCE, Opcode.BATCH_NORM_TRAINING, Opcode.CHOLESKY, Opcode.FFT,
+    Opcode.RAGGED_DOT, Opcode.TRIANGULAR_SOLVE, Opcode.ACOS, Opcode.ACOSH, Opcode.ASIN,
+    Opcode.ASINH, Opcode.COSH, Opcode.SINH,
+})
 
 
 def inexact_opcodes(module: HloModule) -> set[Opcode]:
