@@ -2,7 +2,7 @@
 sound, and which fold passes get it right?
 
     neuron-sim sweep [--passes KEYS] [--max-devices N] [--preset NAME] [--seed S]
-                     [--json OUT] [--plot OUT.png]
+                     [--jobs N] [--json OUT] [--plot OUT.png]
 
 Exit codes: 0 every fold a pass made was sound, 1 a pass folded unsoundly somewhere (the
 seed matchers do), 2 bad usage, 3 z3 and the differential verifier disagree on a verdict (a bug
@@ -51,6 +51,9 @@ def add_sweep_command(subparsers: argparse._SubParsersAction) -> None:
     add_seed_argument(sweep, default=0,
                       help="seed of the random device assignments and of the verifier's "
                            "inputs (default 0)")
+    sweep.add_argument("--jobs", type=int, default=None, metavar="N",
+                       help="run the cases in N worker processes (default: the cores this "
+                            "process may use); the results do not depend on N")
     sweep.add_argument("--json", metavar="OUT",
                        help="write every case, the per-pass counts and the time to OUT")
     sweep.add_argument("--plot", metavar="OUT.png",
@@ -73,7 +76,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     from neuron_sim.verify.sweep.generator import PRESETS, generate
     from neuron_sim.verify.sweep.report import (PLOT_FORMATS, plot_format, print_report, sweep_json,
                                      write_heatmap)
-    from neuron_sim.verify.sweep.runner import default_passes, run_cases
+    from neuron_sim.verify.sweep.runner import default_passes, run_cases, usable_cores
 
     if not 2 <= args.max_devices <= MAX_GRID_DEVICES:
         raise UsageError(f"--max-devices must be between 2 and {MAX_GRID_DEVICES}, "
@@ -82,6 +85,9 @@ def run_sweep(args: argparse.Namespace) -> int:
         if name not in PRESETS:
             raise UsageError(f"unknown preset {name!r}; the presets are "
                              + ", ".join(PRESETS))
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, not {args.jobs}")
+    jobs = args.jobs if args.jobs is not None else usable_cores()
     passes = [p.name for p in parse_pass_list(args.passes)] if args.passes is not None \
         else default_passes()
     if args.json and args.plot and same_file(args.json, args.plot):
@@ -99,7 +105,8 @@ def run_sweep(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     cases, skips = generate(args.max_devices, presets=args.preset, seed=args.seed)
     with _progress(len(cases)) as progress:
-        results = run_cases(cases, passes, seed=args.seed, progress=progress)
+        results = run_cases(cases, passes, seed=args.seed, progress=progress,
+                            jobs=jobs)
     seconds = time.perf_counter() - started
 
     if args.json:

@@ -19,6 +19,8 @@ group differs. Outcomes: ``fired_sound``, ``fired_unsound``, ``missed`` (decline
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
@@ -152,12 +154,40 @@ def _witness(proof: FoldProof, differential: dict[str, Any] | None) -> dict[str,
     return data
 
 
-def reference_judgement(case: Case, module: HloModule, pair: ArDsPair,
-                        seed: int) -> tuple[Judgement, FoldProof]:
+Differential = Callable[[HloModule], "tuple[str, dict[str, Any] | None, str, str | None]"]
+
+
+class _Differentials:
+    """``_differential`` of one case's module against each candidate, computed once per
+    distinct candidate text: the passes that fire mostly emit the same reduce-scatter, and
+    the verdict (with its witness and proof kind, for a fixed seed) is a function of the
+    two modules' text."""
+
+    def __init__(self, module: HloModule, topology: Topology, seed: int) -> None:
+        self.module, self.topology, self.seed = module, topology, seed
+        self.known: dict[str, tuple[str, dict[str, Any] | None, str, str | None]] = {}
+
+    def __call__(self, after: HloModule) -> tuple[str, dict[str, Any] | None, str, str | None]:
+        text = after.to_text()
+        found = self.known.get(text)
+        if found is None:
+            found = self.known[text] = _differential(self.module, after, self.topology,
+                                                     self.seed)
+        return found
+
+
+def reference_judgement(case: Case, module: HloModule, pair: ArDsPair, seed: int, *,
+                        proof: FoldProof | None = None,
+                        differential: Differential | None = None
+                        ) -> tuple[Judgement, FoldProof]:
     """Is the fold of the case sound: z3's proof and the differential check of the module
-    against its reduce-scatter."""
+    against its reduce-scatter. ``proof``: the pair's fold proof when it is already known
+    (the proven fold's own ``prove_pair`` of the same pair on the same topology)."""
     topology = case.topology
-    proof = prove_pair(pair, topology)
+    if proof is None:
+        proof = prove_pair(pair, topology)
+    if differential is None:
+        differential = _Differentials(module, topology, seed)
     try:
         target = case.idiom().reduce_scatter_module()
     except HloCheckError as exc:
@@ -165,7 +195,7 @@ def reference_judgement(case: Case, module: HloModule, pair: ArDsPair,
         # malformed, which the verifier reports as UNSOUND (its first check).
         word, witness, line, kind = UNSOUND, None, f"{TARGET_MALFORMED}: {exc}", None
     else:
-        word, witness, line, kind = _differential(module, target, topology, seed)
+        word, witness, line, kind = differential(target)
     detail = proof.reason + (f"; differential: {line}" if line else "")
     return Judgement(_z3_word(proof.status), word, detail, _witness(proof, witness),
                      kind), proof
@@ -219,18 +249,44 @@ def symbolic_rewrite_verdict(pair: ArDsPair, proof: FoldProof, after: HloModule,
     return _z3_word(proof.status), proof.reason, witness
 
 
-def judge_pass(key: str, case: Case, module: HloModule, pair: ArDsPair, proof: FoldProof,
-               sound: bool | None, seed: int) -> PassOutcome:
-    """Run the pass on a copy of the case's module and judge what it did."""
-    topology = case.topology
+@dataclass
+class PassRun:
+    """One pass run on a copy of a case's module: the pass object, the copy after it, and
+    whether it changed it (``error``: what it raised instead)."""
+
+    instance: Any
+    after: HloModule
+    fired: bool = False
+    error: str = ""
+
+
+def run_pass(key: str, module: HloModule, topology: Topology) -> PassRun:
+    """Run the pass ``key`` on a copy of ``module`` compiled for ``topology``."""
+    instance = get_pass(key)
     after = module.clone()
     try:
-        fired = get_pass(key).run(after, PassContext(topology=topology))
+        fired = instance.run(after, PassContext(topology=topology))
     except Exception as exc:  # noqa: BLE001 - a pass that raises is an outcome, not a crash
-        return PassOutcome(key, False, "error", error=f"{type(exc).__name__}: {exc}")
-    if not fired:
+        return PassRun(instance, after, error=f"{type(exc).__name__}: {exc}")
+    return PassRun(instance, after, bool(fired))
+
+
+def judge_pass(key: str, case: Case, module: HloModule, pair: ArDsPair, proof: FoldProof,
+               sound: bool | None, seed: int, *, ran: PassRun | None = None,
+               differential: Differential | None = None) -> PassOutcome:
+    """Run the pass on a copy of the case's module (unless ``ran`` is its run) and judge
+    what it did."""
+    topology = case.topology
+    if ran is None:
+        ran = run_pass(key, module, topology)
+    if ran.error:
+        return PassOutcome(key, False, "error", error=ran.error)
+    if not ran.fired:
         return PassOutcome(key, False, "missed" if sound else "declined_unsound")
-    word, witness, line, kind = _differential(module, after, topology, seed)
+    after = ran.after
+    if differential is None:
+        differential = _Differentials(module, topology, seed)
+    word, witness, line, kind = differential(after)
     z3_word, reason, z3_witness = symbolic_rewrite_verdict(pair, proof, after, topology)
     detail = reason + (f"; differential: {line}" if line else "")
     both = {k: v for k, v in (("z3", z3_witness), ("differential", witness)) if v}
@@ -243,18 +299,41 @@ class CaseError(RuntimeError):
     """A case the generator built that holds no all-reduce + dynamic-slice pair: our bug."""
 
 
+PROVEN_FOLD = "rewrite_all_reduce_dynamic_slice_proven"
+
+
+def _proof_from(ran: PassRun) -> FoldProof | None:
+    """The fold proof the proven fold made of the case's one pair, if it made exactly one."""
+    proofs = getattr(ran.instance, "proofs", None)
+    if ran.error or not isinstance(proofs, list) or len(proofs) != 1:
+        return None
+    return proofs[0]
+
+
 def run_case(case: Case, passes: list[str], *, seed: int = 0) -> CaseResult:
-    """The reference verdict and every pass's outcome on one case."""
+    """The reference verdict and every pass's outcome on one case.
+
+    The proven fold runs first when it is judged: its ``prove_pair`` of the case's pair (on a
+    copy of the module, on the case's topology) is the reference's z3 proof, so the pair is
+    proved once, not twice; each distinct rewritten module is verified once."""
     started = time.perf_counter()
     module = case.idiom().module()
     pairs = find_ar_ds_pairs(module)
     if len(pairs) != 1:
         raise CaseError(f"case {case.id} holds {len(pairs)} all-reduce + dynamic-slice pairs")
-    reference, proof = reference_judgement(case, module, pairs[0], seed)
+    topology = case.topology
+    differential = _Differentials(module, topology, seed)
+    ran: dict[str, PassRun] = {}
+    known: FoldProof | None = None
+    if PROVEN_FOLD in passes:
+        ran[PROVEN_FOLD] = run_pass(PROVEN_FOLD, module, topology)
+        known = _proof_from(ran[PROVEN_FOLD])
+    reference, proof = reference_judgement(case, module, pairs[0], seed, proof=known,
+                                           differential=differential)
     result = CaseResult(case, reference)
     for key in passes:
         result.passes[key] = judge_pass(key, case, module, pairs[0], proof, reference.sound,
-                                        seed)
+                                        seed, ran=ran.get(key), differential=differential)
     result.seconds = time.perf_counter() - started
     return result
 
@@ -262,12 +341,63 @@ def run_case(case: Case, passes: list[str], *, seed: int = 0) -> CaseResult:
 Progress = Callable[[int, Case], None]
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (the affinity mask where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def run_cases(cases: list[Case], passes: list[str], *, seed: int = 0,
-              progress: Progress | None = None) -> list[CaseResult]:
-    """``run_case`` on every case, in order; ``progress(i, case)`` before each."""
+              progress: Progress | None = None, jobs: int = 1) -> list[CaseResult]:
+    """``run_case`` on every case, results in the cases' order; ``progress(i, case)`` before
+    each (with ``jobs`` > 1: as the results come back).
+
+    ``jobs`` > 1 runs the cases in that many forked worker processes (where the OS forks;
+    otherwise in this one). Every case is decided from its own inputs and ``seed`` alone, so
+    the results do not depend on ``jobs``.
+    """
+    if jobs > 1 and len(cases) > 1 and "fork" in multiprocessing.get_all_start_methods():
+        return _run_forked(cases, passes, seed, progress, min(jobs, len(cases)))
     results = []
     for i, case in enumerate(cases):
         if progress is not None:
             progress(i, case)
         results.append(run_case(case, passes, seed=seed))
+    return results
+
+
+# What a forked worker reads: set by the parent before the fork (a case's offset builder is a
+# closure, which cannot be pickled, so workers receive indices into this list).
+_WORK: tuple[list[Case], list[str], int] | None = None
+_CHUNK = 8
+
+
+def _run_chunk(bounds: tuple[int, int]) -> list[tuple[Judgement, dict[str, PassOutcome], float]]:
+    assert _WORK is not None
+    cases, passes, seed = _WORK
+    done = []
+    for case in cases[bounds[0]:bounds[1]]:
+        result = run_case(case, passes, seed=seed)
+        done.append((result.reference, result.passes, result.seconds))
+    return done
+
+
+def _run_forked(cases: list[Case], passes: list[str], seed: int, progress: Progress | None,
+                jobs: int) -> list[CaseResult]:
+    global _WORK
+    chunks = [(start, min(start + _CHUNK, len(cases))) for start in range(0, len(cases), _CHUNK)]
+    results: list[CaseResult] = []
+    _WORK = (cases, passes, seed)
+    try:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            for (start, _), done in zip(chunks, pool.imap(_run_chunk, chunks)):
+                for offset, (reference, outcomes, seconds) in enumerate(done):
+                    case = cases[start + offset]
+                    if progress is not None:
+                        progress(start + offset, case)
+                    results.append(CaseResult(case, reference, outcomes, seconds))
+    finally:
+        _WORK = None
     return results
