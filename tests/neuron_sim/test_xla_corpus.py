@@ -172,3 +172,40 @@ def test_a_rejection_comes_from_the_stage_that_rejects_it_in_xla(entry: dict):
         assert (entry["expectation"], verdict.rejected_by) == ("rejected_parser", "checker")
     else:
         assert verdict.rejected_by == expected, verdict.message
+
+
+def _extractor():
+    import importlib.util
+    import sys
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "extract_xla_tests.py"
+    spec = importlib.util.spec_from_file_location("extract_xla_tests", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+MODULE_TEXT = "HloModule m\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n"
+
+
+@pytest.mark.parametrize(("body", "kept"), [
+    # The raw string alone is what the test parses and verifies.
+    ('  const std::string hlo = R"(' + MODULE_TEXT + ')";\n'
+     "  TF_ASSERT_OK_AND_ASSIGN(auto m, ParseAndReturnVerifiedModule(hlo));\n", True),
+    # Joined with other text: not the module XLA parses.
+    ('  const std::string hlo = R"(' + MODULE_TEXT + ')" + extra;\n'
+     "  TF_ASSERT_OK_AND_ASSIGN(auto m, ParseAndReturnVerifiedModule(hlo));\n", False),
+    ('  std::string hlo = R"(' + MODULE_TEXT + ')";\n  hlo += extra;\n'
+     "  TF_ASSERT_OK_AND_ASSIGN(auto m, ParseAndReturnVerifiedModule(hlo));\n", False),
+    # A template the test fills in.
+    ('  const std::string hlo = R"(' + MODULE_TEXT.replace("f32", "<<F8E4M3>>") + ')";\n'
+     "  TF_ASSERT_OK_AND_ASSIGN(auto m, ParseAndReturnVerifiedModule(hlo));\n", False),
+])
+def test_the_extractor_keeps_only_modules_whose_text_is_what_xla_parses(tmp_path, body, kept):
+    extractor = _extractor()
+    source = tmp_path / "xla" / "service" / "foo_test.cc"
+    source.parent.mkdir(parents=True)
+    source.write_text(f"TEST_F(FooTest, Bar) {{\n{body}}}\n", encoding="utf-8")
+    modules = extractor.extract_tests(tmp_path, "xla/service/foo_test.cc")
+    assert [m.expectation for m in modules] == (["accepted"] if kept else [])
