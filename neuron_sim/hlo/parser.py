@@ -7,8 +7,11 @@ it (``ROOT t = tuple(a, b)``; the checker's rule infers it, and it prints like a
 operands may be nested instructions (``add(maximum(x, y), z)``), the ``HloModule`` header may be
 missing (the module is then named ``module_<entry>``), and any opcode may be written as an async
 wrapper (``call-start``, ``custom-call-done``): it becomes async-start/-update/-done calling a
-computation that wraps the op. Nesting (tuple shapes, nested instructions) is bounded by
-XLA's limit, ``MAX_NESTING_DEPTH``.
+computation that wraps the op. An operand may name a tuple element, ``%param#0`` (nested
+``%n#0#1``), as JAX 0.12's pass dumps write it: a get-tuple-element the printer writes back in
+that form (see ir.py). A called computation may be written inline in its attribute
+(``to_apply={...}``), and a shape may be a buffer ``b(f32[2,4])``. Nesting (tuple shapes,
+nested instructions) is bounded by XLA's limit, ``MAX_NESTING_DEPTH``.
 
 Errors are ``HloParseError``: ``file:line:col: message``, the source line and a caret. Unknown
 attributes are kept verbatim (see attributes.py); unknown opcodes and element types are errors.
