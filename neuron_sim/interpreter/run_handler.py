@@ -103,6 +103,7 @@ def _run_xla(args: argparse.Namespace, module: HloModule, topology: Topology, in
     seconds = args.timeout if math.isfinite(args.timeout) else None
     xla = shared_xla(topology.num_devices)  # one worker per process, closed at exit
     xla.run_seconds = seconds
+    xla.fast_compile = False  # XLA's default compile options: what JAX runs
     try:
         outputs = xla.run(module, arguments, topology)
     except XlaUnavailable:
