@@ -921,8 +921,8 @@ class _Parser:
         for pending in self.pending:
             for (ref, pos, shape), operand in zip(pending.operand_refs, pending.inst.operands):
                 if shape is not None and not shape.compatible(operand.shape):
-                    raise self.c.error(f"operand %{operand.name} is written with shape {shape} "
-                                       f"but is defined as {operand.shape}", pos)
+                    raise self.c.error(f"operand {operand.operand_reference()} is written with "
+                                       f"shape {shape} but is defined as {operand.shape}", pos)
 
     # shape ::= '(' (shape (',' shape)*)? ')' | type '[' dims ']' layout? | 'token' | 'opaque'
     # dims  ::= (dim (',' dim)*)?       dim ::= '<='? (int | '?')

@@ -180,6 +180,13 @@ def test_an_element_of_an_undefined_instruction_is_an_error_naming_the_operand()
     assert (info.value.line, info.value.col) == (12, 23)
 
 
+def test_an_element_written_with_another_shape_is_an_error_naming_it():
+    with pytest.raises(HloParseError) as info:
+        parse_module(HASH_FORM.replace("add(%param#0,", "add(f32[] %param#0,"), "f.hlo")
+    assert "operand %param#0 is written with shape f32[] but is defined as s32[]" \
+        in info.value.message
+
+
 def test_a_hash_without_an_index_is_a_parse_error():
     with pytest.raises(HloParseError) as info:
         parse_module(HASH_FORM.replace("%param#0", "%param#x"), "f.hlo")
