@@ -26,7 +26,7 @@ from typing import Any, Sequence
 from neuron_sim.hlo.ir import HloModule
 from neuron_sim.lazy import LazyModule
 from neuron_sim.proofs.uniform.positions import PositionEvaluator, PositionsUnsupported, Term
-from neuron_sim.proofs.uniform.replay import Replayer, format_value, same_value
+from neuron_sim.proofs.uniform.replay import Replayer, replayed_text, same_value
 from neuron_sim.semantics.elementwise import is_commutative
 from neuron_sim.topology import Topology
 
@@ -225,7 +225,7 @@ def _prove(source: HloModule, target: HloModule, topology: Topology,
                     outputs.append(OutputProof(number, str(shape), "differ",
                                                time.perf_counter() - began, queries))
                     witness = PositionWitness(device, number, position,
-                                              format_value(values[0]), format_value(values[1]))
+                                              replayed_text(values[0]), replayed_text(values[1]))
                     return PositionsProof(
                         "differ", f"device {device}, output {number} index {list(position)}: "
                                   f"source {witness.source_value}, target "

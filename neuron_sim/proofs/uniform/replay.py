@@ -27,7 +27,7 @@ from neuron_sim.proofs.uniform.positions import Term
 
 z3 = LazyModule("z3")
 
-__all__ = ["Replayer", "format_value", "input_element", "input_values", "same_value",
+__all__ = ["Replayer", "replayed_text", "input_element", "input_values", "same_value",
            "witness_inputs"]
 
 _TYPES = {t.spelling: t for t in ElementType}
@@ -79,7 +79,7 @@ def same_value(a: np.ndarray, b: np.ndarray) -> bool:
     return a.tobytes() == b.tobytes()
 
 
-def format_value(value: np.ndarray) -> str:
+def replayed_text(value: np.ndarray) -> str:
     return str(np.asarray(value).item() if np.asarray(value).dtype.kind in "biuf"
                else np.asarray(value))
 
