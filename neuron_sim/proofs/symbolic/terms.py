@@ -116,8 +116,7 @@ class TermTable:
         b = np.ascontiguousarray(b).reshape(-1)
         if op in self._commutative:
             a, b = np.minimum(a, b), np.maximum(a, b)
-        ops = np.full(a.shape, op, np.int64)
-        handles = self._lookup(ops, a, b)
+        handles = self._lookup(op, a, b)
         missing = np.flatnonzero(handles < 0)
         if missing.size:
             first, inverse = _distinct_pairs(a[missing], b[missing])
@@ -126,20 +125,31 @@ class TermTable:
             handles[missing] = created[inverse]
         return handles.reshape(shape)
 
-    def _lookup(self, op: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        mask = np.uint64(len(self._slots) - 1)
-        position = _mix(op, a, b) & mask
-        result = np.full(len(a), _EMPTY, np.int64)
-        pending = np.arange(len(a))
+    def _lookup(self, op: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The handle of each row ``(op, a[i], b[i])``, -1 where there is none.
+
+        ``op`` is one operator for the whole batch, so a probe compares it with the slot's
+        operator as a scalar. The first probe runs over every row without an index array;
+        later probes only over the rows still unresolved (few: the table is at most half
+        full)."""
+        n = len(a)
+        mask = np.int64(len(self._slots) - 1)
+        position = (_mix(np.full(n, op, np.int64), a, b) & np.uint64(mask)).view(np.int64)
+        slot = self._slots[position]
+        occupied = slot >= 0
+        safe = np.where(occupied, slot, 0)
+        found = occupied & (self._op[safe] == op) & (self._a[safe] == a) & (self._b[safe] == b)
+        result = np.where(found, slot, _EMPTY)
+        pending = np.flatnonzero(occupied & ~found)
         while pending.size:
-            slot = self._slots[position[pending].astype(np.int64)]
-            empty = slot < 0
-            safe = np.where(empty, 0, slot)
-            found = ~empty & (self._op[safe] == op[pending]) & (self._a[safe] == a[pending]) \
+            position[pending] = (position[pending] + 1) & mask
+            slot = self._slots[position[pending]]
+            occupied = slot >= 0
+            safe = np.where(occupied, slot, 0)
+            found = occupied & (self._op[safe] == op) & (self._a[safe] == a[pending]) \
                 & (self._b[safe] == b[pending])
             result[pending[found]] = slot[found]
-            pending = pending[~empty & ~found]
-            position[pending] = (position[pending] + np.uint64(1)) & mask
+            pending = pending[occupied & ~found]
         return result
 
     def _append(self, op: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -170,20 +180,22 @@ class TermTable:
         self._insert(np.arange(self.size, dtype=np.int64))
 
     def _insert(self, handles: np.ndarray) -> None:
-        mask = np.uint64(len(self._slots) - 1)
-        position = _mix(self._op[handles], self._a[handles], self._b[handles]) & mask
+        """Place ``handles`` in free slots by linear probing. Rows that reach the same free slot
+        in one step all write it and the one whose handle stays there is placed (no sort); the
+        others probe on. Where a handle lands never changes a handle's value."""
+        mask = np.int64(len(self._slots) - 1)
+        position = (_mix(self._op[handles], self._a[handles], self._b[handles])
+                    & np.uint64(mask)).view(np.int64)
         pending = np.arange(len(handles))
         while pending.size:
-            where = position[pending].astype(np.int64)
+            where = position[pending]
             free = self._slots[where] < 0
-            candidates = pending[free]
-            taken, first = np.unique(where[free], return_index=True)
-            winners = candidates[first]
-            self._slots[taken] = handles[winners]
+            candidates, where = pending[free], where[free]
+            self._slots[where] = handles[candidates]
             placed = np.zeros(len(handles), bool)
-            placed[winners] = True
+            placed[candidates[self._slots[where] == handles[candidates]]] = True
             pending = pending[~placed[pending]]
-            position[pending] = (position[pending] + np.uint64(1)) & mask
+            position[pending] = (position[pending] + 1) & mask
 
     # -- leaves --------------------------------------------------------------------------------
     def constants(self, values: np.ndarray) -> np.ndarray:

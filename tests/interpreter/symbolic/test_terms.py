@@ -23,6 +23,26 @@ def test_interning_gives_equal_handles_exactly_for_equal_rows():
     assert np.array_equal(first, again)
 
 
+
+def test_rows_inserted_batch_by_batch_stay_found():
+    """200 batches of 60 random rows (many repeated, within and across batches) into a table
+    large enough never to rehash, so every batch is placed by the incremental insert (rows of
+    one batch reaching the same free slot): afterwards each row is found again with the handle
+    it got first, and a handle's row reads back as the row (a Python dict is the reference)."""
+    rng = np.random.default_rng(1)
+    table = TermTable(capacity=1 << 14)
+    op = table.operator(("apply", "subtract"))
+    reference: dict[tuple[int, int], int] = {}
+    for _ in range(200):
+        a, b = rng.integers(0, 120, 60), rng.integers(-5, 60, 60)
+        for x, y, h in zip(a.tolist(), b.tolist(), table.intern(op, a, b).tolist()):
+            assert reference.setdefault((x, y), h) == h
+    rows = np.array(list(reference), np.int64)
+    assert table.intern(op, rows[:, 0], rows[:, 1]).tolist() == list(reference.values())
+    assert len(set(reference.values())) == len(reference)
+    for (x, y), h in list(reference.items())[:50]:
+        assert table.row(h)[1:] == (x, y)
+
 def test_commutative_operands_are_ordered_and_others_are_not():
     table = TermTable()
     add = table.operator(("apply", "add"), commutative=True)
