@@ -40,16 +40,25 @@ def lookup(index: z3.BitVecRef, values: Sequence[int], width: int) -> z3.BitVecR
 
     level = [leaf(v) for v in values]
     level += [level[-1]] * ((1 << bits) - len(level))
+    ids = [node.get_id() for node in level]
+    ctx = index.ctx
     for bit in range(bits):
-        selector = z3.Extract(bit, bit, index) == 1
-        merged: dict[tuple[int, int], z3.BitVecRef] = {}
-        next_level = []
-        for low, high in zip(level[0::2], level[1::2]):
-            key = (low.get_id(), high.get_id())
-            node = merged.get(key)
-            if node is None:
-                node = low if low.eq(high) else z3.If(selector, high, low)
-                merged[key] = node
-            next_level.append(node)
-        level = next_level
+        selector = (z3.Extract(bit, bit, index) == 1).as_ast()
+        merged: dict[tuple[int, int], tuple[z3.BitVecRef, int]] = {}
+        next_level, next_ids = [], []
+        for i in range(0, len(level), 2):
+            key = (ids[i], ids[i + 1])
+            found = merged.get(key)
+            if found is None:
+                if key[0] == key[1]:  # z3 hash-conses terms: equal ids, the same term
+                    found = (level[i], key[0])
+                else:
+                    # z3.If(selector, high, low), built without its per-call type coercion
+                    node = z3.BitVecRef(z3.Z3_mk_ite(ctx.ref(), selector, level[i + 1].as_ast(),
+                                                     level[i].as_ast()), ctx)
+                    found = (node, node.get_id())
+                merged[key] = found
+            next_level.append(found[0])
+            next_ids.append(found[1])
+        level, ids = next_level, next_ids
     return level[0]
