@@ -52,6 +52,15 @@ CONSTRUCTS = (
 
 def construct_of(reason: str) -> str:
     """The stopping construct named by a proof's reason."""
+    opaque = re.search(r"under an? ([\w-]+), which the proof compares only as a whole", reason)
+    if opaque:
+        return f"{opaque.group(1)} changed by the rewrite (compared only as a whole)"
+    undecided = re.search(r"z3 could not decide \((.*?)\)(;|$)", reason)
+    if undecided:
+        why = undecided.group(1)
+        return "z3: " + ("timeout" if "timeout" in why else why[:60])
+    if not reason:
+        return "not attempted (a pass fixed source values: sampled only)"
     for name, pattern in CONSTRUCTS:
         if re.search(pattern, reason):
             return name

@@ -189,6 +189,8 @@ class SymbolicEvaluator(Evaluator):
         if opcode in (Opcode.DYNAMIC_SLICE, Opcode.DYNAMIC_UPDATE_SLICE) and \
                 any(has_symbolic(a) for a in args[_MOVE_SOME[opcode]:]):
             return self._dynamic_on_data(ctx, implementation, args, _MOVE_SOME[opcode])
+        if opcode is Opcode.GATHER and has_symbolic(args[1]):
+            return self._opaque(ctx, args, "the gather indices depend on the inputs")
         if opcode in _MOVE_SOME:
             return self._move(ctx, implementation, args, _MOVE_SOME[opcode])
         if opcode is Opcode.SELECT and not has_symbolic(args[0]):
@@ -197,7 +199,8 @@ class SymbolicEvaluator(Evaluator):
             return self._bitcast(ctx, args[0])
         if opcode is Opcode.SCATTER:
             count = (len(args) - 1) // 2
-            self._require_concrete(args[count], "the scatter indices depend on the inputs")
+            if has_symbolic(args[count]):
+                return self._opaque(ctx, args, "the scatter indices depend on the inputs")
             return self._apply_with_combiner(ctx, implementation, args)
         if opcode is Opcode.MAP:
             return self._apply_with_combiner(ctx, implementation, args)
@@ -213,7 +216,7 @@ class SymbolicEvaluator(Evaluator):
             return self._apply(ctx, args)
         reason = _UNSUPPORTED_REASONS.get(
             opcode, f"{opcode.spelling} of an input-dependent value has no symbolic model")
-        raise SymbolicUnsupported(reason, inst)
+        return self._opaque(ctx, args, reason)
 
     @staticmethod
     def _require_concrete(value: Value, reason: str) -> None:
@@ -380,12 +383,13 @@ class SymbolicEvaluator(Evaluator):
     def _reduce(self, ctx: OpContext, args: list[Value]) -> Symbolic:
         inst = ctx.inst
         if len(args) != 2:
-            raise SymbolicUnsupported("a variadic reduce (argmax-like) of input-dependent "
-                                      "values has no symbolic model")
+            return self._opaque(ctx, args, "a variadic reduce (argmax-like) of input-dependent "
+                                           "values has no symbolic model")
         reduction = self._reduction_of(inst.get("to_apply"), inst.shape.element_type)
         if reduction is None:
-            raise SymbolicUnsupported("a reduce by a computation that is not add, multiply, "
-                                      "min, max, and, or or xor of its parameters")
+            return self._opaque(ctx, args, "a reduce by a computation that is not add, "
+                                           "multiply, min, max, and, or or xor of its "
+                                           "parameters")
         x = self.handles_of(args[0], np.int64)
         init = self.handles_of(args[1], np.int64)
         dims = sorted(inst.dimensions)
@@ -507,11 +511,17 @@ class SymbolicEvaluator(Evaluator):
         return raw[0]
 
     def _while(self, ctx: OpContext, state: Value) -> Value:
+        """Iterations run symbolically while the condition is concrete and the same on every
+        row; from the first iteration where it depends on the inputs, the rest of the loop is
+        one opaque term of the state reached (``_opaque``)."""
         condition, body = ctx.attr("condition"), ctx.attr("body")
-        while bool(self._decision(self.evaluate(condition, [state], ctx.frame),
-                                  "the while condition depends on the inputs")):
+        while True:
+            decision = self.evaluate(condition, [state], ctx.frame)
+            if has_symbolic(decision):
+                return self._opaque(ctx, [state], "the while condition depends on the inputs")
+            if not bool(self._decision(decision, "the while condition depends on the inputs")):
+                return state
             state = self.evaluate(body, [state], ctx.frame)
-        return state
 
     def _conditional(self, ctx: OpContext, args: list[Value]) -> Value:
         inst = ctx.inst
@@ -575,6 +585,69 @@ class SymbolicEvaluator(Evaluator):
         for k in reversed(range(len(tests))):
             value = self._select_values(ctx, tests[k], results[k], value, ctx.inst.shape)
         return value
+
+    def _opaque(self, ctx: OpContext, args: Sequence[Value], why: str) -> Value:
+        """``ctx.inst`` as one uninterpreted term per output element: an operator named by
+        the instruction's name-free fingerprint (opcode, shapes, attributes, the computations
+        it calls) applied to all its operand elements and the element's position. Equal
+        handles then mean the same deterministic op on the same operand values — what an
+        untouched sort, argmax, gather on data, reduce-window or loop on data is in source
+        and target. z3 has no model of it: where such terms differ the proof stops with
+        ``why`` (``all_inputs.prove``). Refused for ops whose effects reach beyond the
+        device (a collective, rng, I/O or custom-call inside)."""
+        inst = ctx.inst
+        if inst.opcode is Opcode.CUSTOM_CALL or inst.opcode.category in _EFFECT_CATEGORIES:
+            raise SymbolicUnsupported(why)
+        for computation in inst.called_computations:
+            effect = _effect_in(computation, device_ids=True)
+            if effect is not None:
+                raise SymbolicUnsupported(f"{why}, and %{effect.name} ({effect.opcode.spelling})"
+                                          " inside it makes it more than a function of its "
+                                          "operands")
+        arrays = []
+        for value in args:
+            for leaf in _leaves(value):
+                if leaf is not TOKEN:
+                    handles = self.handles_of(leaf, np.int64)
+                    arrays.append(handles)
+        rows = max((a.shape[0] for a in arrays), default=1)
+        flat = np.concatenate([np.broadcast_to(a, (rows, *a.shape[1:])).reshape(rows, -1)
+                               for a in arrays], axis=1) if arrays else \
+            np.zeros((rows, 0), np.int64)
+        if flat.shape[1] > MAX_OPAQUE_INPUTS:
+            raise SymbolicUnsupported(f"{why} (its {flat.shape[1]} operand elements are too "
+                                      "many to compare as a whole)")
+        whole = self._whole(flat)
+        replicated = rows == 1
+        base = ("opaque", inst.opcode.spelling, _fingerprint(inst))
+        shapes = inst.shape.elements if isinstance(inst.shape, TupleShape) else (inst.shape,)
+        results: list[Value] = []
+        for number, shape in enumerate(shapes):
+            if isinstance(shape, TupleShape) or shape.is_token:
+                raise SymbolicUnsupported(f"{why} (a nested tuple or token result)")
+            op = self.table.operator((*base, number, str(shape)))
+            dims = tuple(shape.dims)
+            size = int(np.prod(dims, dtype=np.int64))
+            positions = self.table.constants(np.arange(size, dtype=np.int64))
+            out = self.table.intern(op, whole[:, None], positions[None, :])
+            out = out.reshape(rows, *dims)
+            results.append(Symbolic(out[0], True) if replicated else
+                           Symbolic(np.broadcast_to(out, (ctx.n, *dims)) if rows != ctx.n
+                                    else out, False))
+        return TupleValue(results) if isinstance(inst.shape, TupleShape) else results[0]
+
+    def _whole(self, flat: np.ndarray) -> np.ndarray:
+        """One handle per row standing for the row's whole sequence of handles (a balanced
+        tree of ordered pairs)."""
+        pair = self.table.operator(("opaque-pair",))
+        if flat.shape[1] == 0:
+            return np.broadcast_to(self.table.constants(np.zeros(1, np.int64)),
+                                   (flat.shape[0],)).copy()
+        while flat.shape[1] > 1:
+            even = flat.shape[1] // 2 * 2
+            paired = self.table.intern(pair, flat[:, 0:even:2], flat[:, 1:even:2])
+            flat = np.concatenate([paired, flat[:, even:]], axis=1)
+        return flat[:, 0]
 
     def _choose_rows(self, chosen: np.ndarray, on_true: Value, on_false: Value,
                      shape: Shape) -> Value:
@@ -677,6 +750,52 @@ class SymbolicEvaluator(Evaluator):
                            *(zeros_value(s) for s in inst.shape.elements[2:])])
 
 
+MAX_OPAQUE_INPUTS = 1 << 20    # operand elements an opaque term may stand for, per row
+
+
+def _leaves(value: Value) -> list[Value]:
+    if isinstance(value, TupleValue):
+        return [leaf for element in value.elements for leaf in _leaves(element)]
+    return [value]
+
+
+_FINGERPRINTS: dict[int, tuple[HloComputation, str]] = {}
+
+
+def _fingerprint(inst: HloInstruction) -> str:
+    """The instruction without names: opcode, shape, attributes (called computations by
+    their own fingerprints), literal."""
+    parts = [inst.opcode.spelling, str(inst.shape)]
+    for key, value in sorted(inst.attrs.items()):
+        if key in _IGNORED_ATTRS:
+            continue
+        if isinstance(value, HloComputation):
+            parts.append(f"{key}=<{_computation_fingerprint(value)}>")
+        elif isinstance(value, tuple) and value and all(isinstance(v, HloComputation)
+                                                        for v in value):
+            parts.append(f"{key}=<" + "|".join(_computation_fingerprint(v) for v in value)
+                         + ">")
+        else:
+            parts.append(f"{key}={value!r}")
+    if inst.literal is not None:
+        parts.append(f"literal={inst.literal}")
+    if inst.parameter_number is not None:
+        parts.append(f"parameter={inst.parameter_number}")
+    return " ".join(parts)
+
+
+def _computation_fingerprint(computation: HloComputation) -> str:
+    cached = _FINGERPRINTS.get(id(computation))
+    if cached is not None and cached[0] is computation:
+        return cached[1]
+    order = computation.post_order()
+    number = {inst: i for i, inst in enumerate(order)}
+    text = "; ".join(f"{number[i]}{'*' if i is computation.root else ''}={_fingerprint(i)}"
+                     f"({','.join(str(number[o]) for o in i.operands)})" for i in order)
+    _FINGERPRINTS[id(computation)] = (computation, text)
+    return text
+
+
 def _divergent(selector: Value) -> bool:
     """A concrete selector that is not the same on every device."""
     if not isinstance(selector, PerDevice):
@@ -692,9 +811,11 @@ MAX_CASE_ELEMENTS = 1 << 20    # handles the split may create
 _EFFECT_CATEGORIES = (Category.COLLECTIVE, Category.RANDOM, Category.IO, Category.ASYNC)
 
 
-def _effect_in(computation: HloComputation) -> HloInstruction | None:
+def _effect_in(computation: HloComputation, *,
+               device_ids: bool = False) -> HloInstruction | None:
     """The first instruction of ``computation`` (or one it calls) whose running is observable
-    beyond its value: a collective, rng, I/O, async op or custom-call (None if there is
+    beyond its value: a collective, rng, I/O, async op or custom-call — with ``device_ids``
+    also replica-id and partition-id, which make it depend on the device (None if there is
     none)."""
     seen: set[int] = set()
     stack = [computation]
@@ -704,7 +825,8 @@ def _effect_in(computation: HloComputation) -> HloInstruction | None:
             continue
         seen.add(id(current))
         for inst in current.instructions:
-            if inst.opcode.category in _EFFECT_CATEGORIES or inst.opcode is Opcode.CUSTOM_CALL:
+            if inst.opcode.category in _EFFECT_CATEGORIES or inst.opcode is Opcode.CUSTOM_CALL \
+                    or (device_ids and inst.opcode in (Opcode.REPLICA_ID, Opcode.PARTITION_ID)):
                 return inst
             stack.extend(inst.called_computations)
     return None
