@@ -56,6 +56,7 @@ import dataclasses  # noqa: E402
 import io  # noqa: E402
 import json  # noqa: E402
 import re  # noqa: E402
+import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import zipfile  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -759,4 +760,8 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        code = main(sys.argv[1:])
+    finally:
+        shutil.rmtree(DUMP_DIR, ignore_errors=True)  # XLA's dumps: read above, not kept
+    sys.exit(code)
