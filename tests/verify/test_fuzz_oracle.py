@@ -270,3 +270,80 @@ def test_a_seeded_campaign_has_no_unexplained_disagreement(tmp_path):
     assert oracle["compared"] >= 100
     assert oracle["compared"] == oracle["agree"] + oracle["explained"]
     assert sum(oracle["by_class"].values()) == 120
+
+
+# --------------------------------------------------------------------------------------------
+# Minimization and saving, with a stand-in for XLA that gets negate wrong.
+
+
+class _NegateOffByOne:
+    """Computes like the interpreter, except that any module with a negate gets every output
+    plus one: a known, planted disagreement."""
+
+    def start(self) -> None:
+        pass
+
+    def run(self, module, arguments, topology):
+        from neuron_sim.hlo.opcodes import Opcode
+
+        outputs = execute(module, arguments, topology).outputs
+        if any(inst.opcode is Opcode.NEGATE for inst in module.instructions()):
+            outputs = [o + np.ones((), o.dtype) if o.dtype.kind in "iuf" else o
+                       for o in outputs]
+        return outputs
+
+    def run_batch(self, items, topology):
+        return [self.run(module, arguments, topology) for module, arguments in items]
+
+
+PLANTED = """HloModule planted, replica_count=2
+
+%add (a: s32[], b: s32[]) -> s32[] {
+  %a = s32[] parameter(0)
+  %b = s32[] parameter(1)
+  ROOT %r = s32[] add(%a, %b)
+}
+
+ENTRY %main (x: s32[4], y: s32[4]) -> s32[4] {
+  %x = s32[4] parameter(0)
+  %y = s32[4] parameter(1)
+  %s = s32[4] add(%x, %y)
+  %ar = s32[4] all-reduce(%s), replica_groups={{0,1}}, to_apply=%add
+  %n = s32[4] negate(%ar)
+  ROOT %m = s32[4] multiply(%n, %x)
+}
+"""
+
+
+def test_an_unexplained_disagreement_is_minimized_to_its_cause():
+    """The planted difference lives in the negate alone: the minimizer keeps it and drops the
+    rest (parameter y, the all-reduce, the multiply, the second replica)."""
+    from neuron_sim.verify.fuzz.oracle import UNEXPLAINED, OracleRun, minimize_disagreement
+
+    module = parse_module(PLANTED)
+    topology = Topology(2, 1)
+    run = OracleRun(_NegateOffByOne())
+    inputs = [np.arange(8, dtype=np.int32).reshape(2, 4), np.ones((2, 4), np.int32)]
+    outcome = run.outcome(module, topology, inputs)
+    assert outcome.klass == UNEXPLAINED
+    small, where, _, _ = minimize_disagreement(run, module, topology, inputs, outcome.detail, 0)
+    assert [inst.opcode.spelling for inst in small.entry.instructions] == ["parameter", "negate"]
+    assert where == Topology(1, 1)
+
+
+def test_a_campaign_saves_each_new_disagreement(tmp_path):
+    """With the stand-in, fuzz modules holding a negate disagree; each kind is minimized and
+    saved with its module, inputs, both outputs and the command that reproduces it."""
+    from neuron_sim.verify.fuzz.oracle import run_oracle_campaign
+
+    campaign = run_oracle_campaign(examples=40, seed=1, corpus=tmp_path,
+                                   xla=_NegateOffByOne())
+    assert campaign.modules == 40
+    assert campaign.unexplained == sum(d.count for d in campaign.disagreements) > 0
+    first = campaign.disagreements[0]
+    saved = tmp_path / first.directory
+    assert sorted(p.name for p in saved.iterdir()) == ["case.json", "inputs.npz", "module.hlo",
+                                                       "ours.npz", "xla.npz"]
+    case = json.loads((saved / "case.json").read_text())
+    assert case["reproduce"].startswith("neuron-sim run module.hlo --inputs inputs.npz")
+    assert "negate" in (saved / "module.hlo").read_text()
