@@ -17,9 +17,11 @@ Normalisations (exact in IEEE arithmetic, nothing more): the two operands of an 
 definition is commutative are ordered, and a reduction by an op whose definition reduces as a
 multiset (``neuron_sim.semantics.elementwise``: add, multiply, minimum, maximum, and, or, xor)
 is a *multiset* term over its leaves, flattened through nested multisets of the same op and
-sorted, stored as a balanced tree of pairs ``(chain, left, right)`` ended by ``(multiset, tree,
-count)``. A multiset of one leaf is the leaf itself (a fold over one value does not apply the
-op).
+sorted: one row ``(multiset, fingerprint, count)`` whose sorted leaves are kept beside the table
+(``leaves``) and compared exactly when a fingerprint matches (a fingerprint shared by different
+leaves moves one of them to a salted row), so interning k leaves costs one row, not k - 1
+pair terms. A multiset of one leaf is the leaf itself (a fold over one value does not apply
+the op).
 """
 
 from __future__ import annotations
@@ -76,7 +78,6 @@ class TermTable:
         self._leaf_count = np.zeros(capacity, np.int64)
         self._pool = np.zeros(1 << 10, np.int64)
         self._pool_size = 0
-        self._multiset_of: dict[int, int] = {}  # multiset operator -> its chain operator
         self._commutative: set[int] = set()
         self._repeat: dict[int, tuple] = {}
         filler = self.operator(("zero-fill",))
@@ -94,15 +95,13 @@ class TermTable:
         return found
 
     def multiset_operator(self, signature: tuple, repeat: tuple | None = None) -> int:
-        """The id of a multiset (canonical reduction) operator, with its chain operator.
+        """The id of a multiset (canonical reduction) operator.
 
         ``repeat = (multiply operator, numpy dtype, integral)`` for a sum: k copies of one leaf
         are the term ``multiply(leaf, k)`` when that is exact — always for wrapping integers,
         for floats when k is a power of two (pairwise doubling is exact, overflow included).
         """
         op = self.operator(("multiset", *signature))
-        if op not in self._multiset_of:
-            self._multiset_of[op] = self.operator(("chain", *signature))
         if repeat is not None:
             self._repeat[op] = repeat
         return op
@@ -230,7 +229,6 @@ class TermTable:
     def multiset(self, op: int, children: np.ndarray) -> np.ndarray:
         """One multiset term per row of ``children`` (shape ``(*batch, k)``): its leaves are the
         children, with children that are multisets of ``op`` replaced by their leaves."""
-        chain = self._multiset_of[op]
         children = np.asarray(children, np.int64)
         batch, k = children.shape[:-1], children.shape[-1]
         flat = children.reshape(-1, k)
@@ -243,37 +241,53 @@ class TermTable:
         else:
             matrix, lengths = flat, np.full(rows, k, np.int64)
         matrix = np.sort(matrix, axis=1)  # padding (max int64) sorts last
-        head = self._pair_tree(chain, matrix, lengths)
-        result = head.copy()
+        result = matrix[:, 0].copy()  # a multiset of one leaf is the leaf
         several = np.flatnonzero(lengths > 1)
         if op in self._repeat and several.size:
             several = self._repeated(op, matrix, lengths, several, result)
         if several.size:
-            before = self.size
-            made = self.intern(op, head[several], lengths[several])
-            result[several] = made
-            fresh = made >= before
-            if fresh.any():
-                self._store_leaves(made[fresh], matrix[several[fresh]], lengths[several[fresh]])
+            result[several] = self._multiset_rows(op, matrix[several], lengths[several])
         return result.reshape(batch)
 
-    def _pair_tree(self, chain: int, matrix: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        """One handle per row for its first ``lengths[r]`` entries: adjacent pairs combined by
-        ``chain``, level by level, an odd last entry carried up — a function of the row's
-        entries and their number alone (not of the padded width), in log2(k) vectorised
-        steps instead of k - 1."""
-        level, count = matrix, lengths.copy()
-        while level.shape[1] > 1:
-            width = level.shape[1]
-            left = level[:, 0:width:2].copy()
-            right = level[:, 1:width:2]
-            rows, columns = np.nonzero(2 * np.arange(right.shape[1])[None, :] + 1
-                                       < count[:, None])
-            if rows.size:
-                left[rows, columns] = self.intern(chain, left[rows, columns],
-                                                  right[rows, columns])
-            level, count = left, (count + 1) // 2
-        return level[:, 0].copy()
+    def _multiset_rows(self, op: int, matrix: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """The multiset term of each row's first ``lengths[r]`` sorted leaves, in one interning
+        of ``(op, fingerprint, length)`` per row instead of a term per pair of leaves.
+
+        The fingerprint (a hash of the sorted leaves and their positions) only chooses the row:
+        each handle's stored leaves are compared with the row's, and rows whose fingerprint and
+        length equal another multiset's (a collision) are interned again under the next salt
+        (``length + salt * 2**40``) until their own leaves are found or stored, so two handles
+        are equal exactly when their leaves are."""
+        width = matrix.shape[1]
+        valid = np.arange(width)[None, :] < lengths[:, None]
+        columns = np.broadcast_to(np.arange(width, dtype=np.int64), matrix.shape)
+        hashes = _mix(np.full(matrix.shape, op, np.int64), matrix, columns)
+        fingerprint = np.where(valid, hashes, np.uint64(0)).sum(axis=1, dtype=np.uint64)
+        fingerprint = fingerprint.view(np.int64)
+        result = np.empty(len(lengths), np.int64)
+        pending = np.arange(len(lengths))
+        salt = 0
+        while pending.size:
+            before = self.size
+            made = self.intern(op, fingerprint[pending], lengths[pending] + (salt << 40))
+            fresh = made >= before
+            if fresh.any():
+                self._store_leaves(made[fresh], matrix[pending[fresh]], lengths[pending[fresh]])
+            same = self._leaves_equal(made, matrix[pending], lengths[pending])
+            result[pending[same]] = made[same]
+            pending = pending[~same]
+            salt += 1
+        return result
+
+    def _leaves_equal(self, handles: np.ndarray, matrix: np.ndarray, lengths: np.ndarray
+                      ) -> np.ndarray:
+        """Whether each handle's stored leaves are the row's first ``lengths[r]`` entries."""
+        width = matrix.shape[1]
+        valid = np.arange(width)[None, :] < lengths[:, None]
+        same = self._leaf_count[handles] == lengths
+        where = np.where(valid, self._leaf_start[handles][:, None] + np.arange(width)[None, :], 0)
+        stored = self._pool[np.maximum(where, 0)]
+        return same & np.where(valid, stored == matrix, True).all(axis=1)
 
     def _repeated(self, op: int, matrix: np.ndarray, lengths: np.ndarray, rows: np.ndarray,
                   result: np.ndarray) -> np.ndarray:

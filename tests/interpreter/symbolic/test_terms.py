@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from neuron_sim.proofs.symbolic import TermTable
 
@@ -77,6 +78,47 @@ def test_multisets_ignore_order_and_nesting_of_the_same_reduction_only():
     assert table.multiset(add, np.array([[a]]))[0] == a
     assert sorted(table.leaves(flat)) == sorted([a, b, c])
 
+
+
+@pytest.mark.parametrize("colliding", [False, True])
+def test_multisets_are_equal_exactly_when_their_leaves_are(monkeypatch, colliding):
+    """300 random multisets of 1 to 6 leaves drawn from 8 variables (many equal, many
+    permutations of each other), interned in three batches: two handles are equal exactly when
+    the sorted leaves are (a Python dict of sorted tuples is the reference), and a handle's
+    leaves read back sorted. ``colliding``: every row hashes to 0, so every multiset of a
+    length shares its fingerprint and slot chain, and only the exact leaf comparison (and the
+    salted rows it moves collisions to) keeps different multisets apart."""
+    import neuron_sim.proofs.symbolic.terms as terms
+    if colliding:
+        monkeypatch.setattr(terms, "_mix", lambda op, a, b: np.zeros(
+            np.broadcast(op, a, b).shape, np.uint64))
+    rng = np.random.default_rng(3)
+    table = TermTable()
+    add = table.multiset_operator(("add", "s32"))
+    leaves = table.variables(("x", "s32", 0), None, (8,))
+    pad = 6
+    reference: dict[tuple[int, ...], int] = {}
+    for _ in range(3):
+        lengths = rng.integers(1, pad + 1, 100)
+        rows = [rng.choice(leaves, size=n).tolist() for n in lengths]
+        for row, handle in zip(rows, _multisets(table, add, rows).tolist()):
+            key = tuple(sorted(row))
+            assert reference.setdefault(key, handle) == handle, key
+            if len(key) > 1:
+                assert table.leaves(handle) == list(key)
+            else:
+                assert handle == key[0]
+    assert len(set(reference.values())) == len(reference)
+
+
+def _multisets(table, op, rows):
+    """Multisets of rows of different lengths: one call per length (``multiset`` takes a
+    rectangular batch)."""
+    out = np.empty(len(rows), np.int64)
+    for n in sorted({len(r) for r in rows}):
+        index = [i for i, r in enumerate(rows) if len(r) == n]
+        out[index] = table.multiset(op, np.array([rows[i] for i in index], np.int64))
+    return out
 
 def test_repeated_leaves_of_a_sum_are_a_multiply_only_where_that_is_exact():
     """x + x = 2x and (x + x) + (x + x) = 4x exactly in IEEE; three copies are not 3x (the
