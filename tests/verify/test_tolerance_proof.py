@@ -73,3 +73,33 @@ def test_the_round_trip_predicate_is_inside_the_tolerance():
         target = source.astype(ml_dtypes.bfloat16).astype(np.float32)
         allowed = BF16_HALF_ULP.allowed(source, target)
     assert allowed.all(), source[~allowed][:5]
+
+
+SELECT_F32 = """HloModule s
+ENTRY %main (p: pred[4], x: f32[4], y: f32[4]) -> f32[4] {
+  %p = pred[4] parameter(0)
+  %x = f32[4] parameter(1)
+  %y = f32[4] parameter(2)
+  ROOT %s = f32[4] select(%p, %x, %y)
+}
+"""
+SELECT_BF16 = """HloModule t
+ENTRY %main (p: pred[4], x: f32[4], y: f32[4]) -> f32[4] {
+  %p = pred[4] parameter(0)
+  %x = f32[4] parameter(1)
+  %y = f32[4] parameter(2)
+  %a = bf16[4] convert(%x)
+  %b = bf16[4] convert(%y)
+  %s = bf16[4] select(%p, %a, %b)
+  ROOT %r = f32[4] convert(%s)
+}
+"""
+
+
+def test_a_select_computed_in_bf16_is_proved_within_the_tolerance():
+    """Rounding each value to bf16 and then selecting is selecting and then rounding: z3 sees
+    it once the convert is taken inside the select and the predicate inside both selects'
+    branches (the same condition)."""
+    result = check_modules(parse_module(SELECT_F32), parse_module(SELECT_BF16), ["1x1"],
+                           VerifyOptions(contract="tolerance", trials=2, minimize=False))
+    assert result.status is Status.CORRECT and result.proof == "all-inputs", result.notes
