@@ -21,6 +21,14 @@ the manifest's ``compare`` says whether values or only shapes are compared. Drop
 ``rng-bit-generator`` uses ``rng_default`` (implementation-defined): the interpreter follows
 XLA:CPU's choice (Philox) and its values match, so they are compared.
 
+Manual collectives: ``xm.all_gather`` and ``xm.reduce_scatter`` run inside an SPMD
+manual-sharding region (``xs.enable_manual_sharding``) with ``channel_id`` and
+``use_global_device_ids``, which PyTorch/XLA 2.9 on CPU executes. ``xm.all_reduce``,
+``xm.all_to_all`` and ``xm.collective_permute`` take no channel id, so there they are
+cross-replica collectives on one replica and XLA:CPU aborts (a RET_CHECK on the replica id, a
+failed bounds check); outside SPMD, ``xmp.spawn`` on PJRT CPU deadlocks in XLA's rendezvous and
+``spawn_threads`` runs each thread as a world of one. Those three are not in the corpus.
+
 XLA:CPU cannot execute send/recv ("HLO opcode `send` is not supported by XLA:CPU ThunkEmitter"),
 so the point-to-point program (run without SPMD, in a subprocess of this script) keeps the text
 PyTorch/XLA emits (``send_recv.emitted.hlo``, no ``_xla_send_recv_source_target_pairs``: it
@@ -489,6 +497,39 @@ def _mlp_bf16(mesh):
     y = torch.relu(x @ w1) @ w2
     xs.mark_sharding(y, mesh, (None, None))
     return [y]
+
+
+def _manual(mesh, tensor: torch.Tensor) -> torch.Tensor:
+    """Each device's row block of ``tensor`` (sharded over 'x') as a manual-sharding tensor."""
+    return xs.enable_manual_sharding(tensor, ("x", None), mesh=mesh).global_tensor
+
+
+def _gathered(mesh, local: torch.Tensor) -> torch.Tensor:
+    """The per-device results of a manual region stacked back along dimension 0."""
+    shape = (DEVICES * local.shape[0], *local.shape[1:])
+    return xs.disable_manual_sharding(local, ("x", None), shape, mesh=mesh).global_tensor
+
+
+@program("manual_all_gather", "xm.all_gather in a manual-sharding region (channel_id, global "
+         "device ids): every device gathers the 8 row blocks", ["manual_collective",
+                                                              "all-gather"])
+def _manual_all_gather(mesh):
+    x = on(mesh, eighths((8, 4), 170), ("x", None))
+    local = _manual(mesh, x)
+    gathered = xm.all_gather(local, dim=0, groups=[list(range(DEVICES))], pin_layout=False,
+                             channel_id=1, use_global_device_ids=True)
+    return [_gathered(mesh, gathered * 2)]
+
+
+@program("manual_reduce_scatter", "xm.reduce_scatter (sum, scale 1) in a manual-sharding region "
+         "over two groups of 4 devices", ["manual_collective", "reduce-scatter"])
+def _manual_reduce_scatter(mesh):
+    x = on(mesh, eighths((32, 4), 171), ("x", None))
+    local = _manual(mesh, x)
+    scattered = xm.reduce_scatter(xm.REDUCE_SUM, local, 1.0, 0, 4,
+                                  groups=[[0, 1, 2, 3], [4, 5, 6, 7]], pin_layout=False,
+                                  channel_id=1, use_global_device_ids=True)
+    return [_gathered(mesh, scattered)]
 
 
 @program("dropout", "nn.Dropout(0.5) in training mode: rng-bit-generator with rng_default, "

@@ -69,7 +69,7 @@ def test_the_corpus_covers_what_torch_xla_users_run():
                    "batch-norm-inference", "send", "recv", "all-reduce", "all-gather",
                    "all-to-all", "collective-permute", "convolution", "dropout", "train_step",
                    "embedding", "attention", "mesh2d", "sequence_parallel", "tp", "dp", "int",
-                   "bf16"):
+                   "bf16", "reduce-scatter", "manual_collective"):
         assert needed in features, needed
 
 
