@@ -4,6 +4,8 @@ if-then-else term per element) or differs between devices (each device's branch)
 from __future__ import annotations
 
 from neuron_sim.hlo import parse_module
+from neuron_sim.proofs.all_inputs import prove
+from neuron_sim.topology import Topology
 from neuron_sim.verify import Status, VerifyOptions, check_modules
 
 OPTIONS = VerifyOptions(trials=2, minimize=False)
@@ -126,13 +128,36 @@ ENTRY %main (p: pred[], x: f32[2]) -> f32[2] {
 """
 
 
-def test_a_branch_with_a_collective_is_not_run_untaken():
-    """Running the all-reduce branch where it is not taken would change what the devices
-    meet at: the proof stops there and names it; the verdict stays sampled."""
+PSUM_SELECT = """HloModule q, replica_count=2
+%sum (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (p: pred[], x: f32[2]) -> f32[2] {
+  %p = pred[] parameter(0), parameter_replication={true}
+  %x = f32[2] parameter(1)
+  %r = f32[2] all-reduce(%x), replica_groups={}, to_apply=%sum
+  %b = pred[2] broadcast(%p), dimensions={}
+  ROOT %s = f32[2] select(%b, %r, %x)
+}
+"""
+
+
+def test_a_branch_with_a_collective_runs_only_under_a_selector_the_same_everywhere():
+    """With p declared replicated, both replicas take the same branch for every input, so
+    the all-reduce branch meets its peers whenever it is taken: the conditional equals
+    select(p, all-reduce(x), x) for all inputs. With p per device, replicas may disagree
+    (the source is then undefined), and running the all-reduce where it is not taken would
+    change what the devices meet at: the proof stops and names it; the verdict stays
+    sampled."""
     module = parse_module(PSUM_BRANCH)
-    result = check_modules(module, module.clone(), None, OPTIONS)
-    assert result.status is Status.CORRECT and result.proof == "sampled"
-    assert any("all-reduce" in n and "untaken" in n for n in result.notes), result.notes
+    result = check_modules(module, parse_module(PSUM_SELECT), None, OPTIONS)
+    assert result.status is Status.CORRECT and result.proof == "all-inputs", result.notes
+    per_device = parse_module(PSUM_BRANCH.replace(", parameter_replication={true}", ""))
+    proof = prove(per_device, per_device.clone(), Topology(2, 1))
+    assert proof.outcome == "unsupported"
+    assert "all-reduce" in proof.reason and "untaken" in proof.reason
 
 
 DEVICE_COND = """HloModule d, num_partitions=4

@@ -546,8 +546,14 @@ class SymbolicEvaluator(Evaluator):
         index (out of range: the last branch, as XLA runs it). Only for branches without
         effects that running an untaken branch would change: collectives, rng, infeed /
         outfeed, send / recv and custom-calls are refused by name."""
+        # A selector with the same handle on every device is the same value everywhere: every
+        # device takes the same branch, so a collective in a branch meets all its peers there.
+        handles = self.handles_of(args[0], np.int64) if has_symbolic(args[0]) else None
+        uniform = handles is not None and ctx.frame.is_device_frame and \
+            bool((handles.reshape(handles.shape[0], -1) == handles.reshape(
+                handles.shape[0], -1)[:1]).all())
         for branch in branches:
-            effect = _effect_in(branch)
+            effect = _effect_in(branch, collectives=not uniform)
             if effect is not None:
                 why = "depends on the inputs" if has_symbolic(args[0]) else \
                     "differs between devices"
@@ -811,12 +817,12 @@ MAX_CASE_ELEMENTS = 1 << 20    # handles the split may create
 _EFFECT_CATEGORIES = (Category.COLLECTIVE, Category.RANDOM, Category.IO, Category.ASYNC)
 
 
-def _effect_in(computation: HloComputation, *,
-               device_ids: bool = False) -> HloInstruction | None:
+def _effect_in(computation: HloComputation, *, device_ids: bool = False,
+               collectives: bool = True) -> HloInstruction | None:
     """The first instruction of ``computation`` (or one it calls) whose running is observable
-    beyond its value: a collective, rng, I/O, async op or custom-call — with ``device_ids``
-    also replica-id and partition-id, which make it depend on the device (None if there is
-    none)."""
+    beyond its value: a collective (unless ``collectives`` is false), rng, I/O, async op or
+    custom-call — with ``device_ids`` also replica-id and partition-id, which make it depend
+    on the device (None if there is none)."""
     seen: set[int] = set()
     stack = [computation]
     while stack:
@@ -825,8 +831,11 @@ def _effect_in(computation: HloComputation, *,
             continue
         seen.add(id(current))
         for inst in current.instructions:
-            if inst.opcode.category in _EFFECT_CATEGORIES or inst.opcode is Opcode.CUSTOM_CALL \
-                    or (device_ids and inst.opcode in (Opcode.REPLICA_ID, Opcode.PARTITION_ID)):
+            if inst.opcode.category is Category.COLLECTIVE and not collectives:
+                pass
+            elif inst.opcode.category in _EFFECT_CATEGORIES or \
+                    inst.opcode is Opcode.CUSTOM_CALL or \
+                    (device_ids and inst.opcode in (Opcode.REPLICA_ID, Opcode.PARTITION_ID)):
                 return inst
             stack.extend(inst.called_computations)
     return None
