@@ -250,6 +250,25 @@ def test_the_mesh_device_ids_case_is_the_known_xla_bug():
     assert explain(module, topology, comparison, ours, theirs) == MESH_DEVICE_IDS
 
 
+@needs_jaxlib
+def test_outputs_that_differ_for_different_known_reasons_are_explained_together():
+    """tests/data/xla_oracle/two_causes/README.md: out0 and out5 are max(0, -41) = 0 by HLO
+    (the init is combined in), out4 is a one-group sum read on the wrong mesh by XLA:CPU."""
+    from neuron_sim.io import read_npz
+    from neuron_sim.verify.fuzz.oracle import OracleRun
+    from neuron_sim.xla_cpu import shared_xla
+
+    case = CASES / "two_causes"
+    module = parse_module((case / "module.hlo").read_text())
+    arrays = read_npz(case / "inputs.npz")
+    inputs = [arrays[f"arg{i}"] for i in range(3)]
+    topology = Topology(4, 1)
+    ours = execute(module, inputs, topology).outputs
+    assert ours[0][3, 12, 0] == 0 and ours[5][3, 12, 0] == 0
+    outcome = OracleRun(shared_xla(4)).outcome(module, topology, inputs)
+    assert outcome.klass == f"{SEVERAL_MESHES} + {NON_IDENTITY_INIT}"
+
+
 # --------------------------------------------------------------------------------------------
 # A bounded campaign.
 

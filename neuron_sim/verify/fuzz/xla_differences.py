@@ -247,8 +247,19 @@ CLASSIFIERS: dict[str, Classifier] = {
 
 def explain(module: HloModule, topology: Topology, comparison: Comparison,
             ours: list[np.ndarray], xla: list[np.ndarray]) -> str | None:
-    """The documented difference that explains every mismatch, or None."""
+    """The documented difference that explains every mismatch, or None. Each differing output
+    may be explained by a different one (a module with a non-identity reduce init and two
+    meshes differs in two outputs for two reasons): the class is then the explanations joined
+    by " + ", in CLASSIFIERS' order; one output no classifier explains leaves it unexplained."""
     for name, classifier in CLASSIFIERS.items():
         if classifier(module, topology, comparison, ours, xla):
             return name
-    return None
+    found: set[str] = set()
+    for mismatch in comparison.mismatches:
+        alone = Comparison(comparison.verdict, [mismatch])
+        name = next((name for name, classifier in CLASSIFIERS.items()
+                     if classifier(module, topology, alone, ours, xla)), None)
+        if name is None:
+            return None
+        found.add(name)
+    return " + ".join(name for name in CLASSIFIERS if name in found)
