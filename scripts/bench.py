@@ -21,6 +21,9 @@ per-round ratios and their min and max. Sections (``--only`` picks some):
   scaling      the mostly-replicated module from 8 to 65,536 devices (the curve)
   symbolic     z3 fold-proof times per idiom and device count (``--pools``: the pools table)
   reading      parse + check throughput of HLO text
+  sweep        ``neuron-sim sweep --max-devices 256``: CPU seconds per case on a systematic
+               sample (every 40th case), the whole sweep's projected CPU and wall minutes on
+               the usable cores (``--sweep-full``: time the real command instead)
 
     PYTHONPATH=. python scripts/bench.py [--rounds N] [--only a,b] [--json]
 
@@ -843,10 +846,68 @@ def bench_reading(rounds: int, text_mb: float = 50.0) -> list[dict]:
                                                  f"generated {text_mb:g} MB")}]
 
 
+# --------------------------------------------------------------------------------------------
+# 12. the sweep at 256 devices.
+
+SWEEP_DEVICES = 256
+SWEEP_EVERY = 40
+
+
+def bench_sweep(rounds: int, full: bool = False) -> list[dict]:
+    """``sweep --max-devices 256`` (target: under 10 minutes on this machine's cores).
+
+    By default a systematic sample: every 40th case (all parts, all device counts) runs in this
+    process and its CPU time (``process_time``, which the machine's other load does not
+    inflate as much as wall time) is scaled by 40; the wall projection divides it by the
+    usable cores (``--jobs``' default), assuming they are free. ``full``: the real command,
+    wall and CPU seconds and the largest process's peak memory."""
+    from neuron_sim.verify.sweep.generator import generate
+    from neuron_sim.verify.sweep.runner import default_passes, run_case, usable_cores
+
+    cores = usable_cores()
+    if full:
+        import resource
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run([sys.executable, "-m", "neuron_sim.cli", "sweep", "--max-devices",
+                            str(SWEEP_DEVICES), "--json", str(Path(tmp) / "sweep.json")],
+                           check=False, stdout=subprocess.DEVNULL, env=_env())
+        wall = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        return [goal(f"sweep --max-devices {SWEEP_DEVICES} (the real command, {cores} jobs)",
+                     [wall / 60], 10.0, unit="min", cpu_minutes=round(cpu / 60, 1),
+                     peak_rss_mib=round(after.ru_maxrss / 1024))]
+    cases, _ = generate(SWEEP_DEVICES)
+    sample = cases[::SWEEP_EVERY]
+    passes = default_passes()
+    projected = []
+    for _ in range(max(1, rounds // 5)):
+        cpu = 0.0
+        for case in sample:
+            start = time.process_time()
+            run_case(case, passes)
+            cpu += time.process_time() - start
+        projected.append(cpu * SWEEP_EVERY / 60)
+    import resource
+    return [goal(f"sweep --max-devices {SWEEP_DEVICES}, projected wall on {cores} free cores "
+                 f"({len(cases)} cases; every {SWEEP_EVERY}th run)",
+                 [m / cores for m in projected], 10.0, unit="min",
+                 cpu_minutes=[round(m, 1) for m in projected], sampled=len(sample),
+                 peak_rss_mib_of_this_process=round(
+                     resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO)}
+
+
 SECTIONS = {"verify": bench_verify, "startup": bench_startup, "instruction": bench_instruction,
             "one_op": bench_one_op, "argmax": bench_argmax,
             "transcendental": bench_transcendental, "mpi": bench_mpi, "xla": bench_xla,
-            "scaling": bench_scaling, "symbolic": bench_symbolic, "reading": bench_reading}
+            "scaling": bench_scaling, "symbolic": bench_symbolic, "reading": bench_reading,
+            "sweep": bench_sweep}
 
 
 def machine() -> dict[str, Any]:
@@ -887,6 +948,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pools", action="store_true", help="symbolic: the pools table too")
     parser.add_argument("--text-mb", type=float, default=50.0,
                         help="reading: size of the generated module (50)")
+    parser.add_argument("--sweep-full", action="store_true",
+                        help="sweep: run the real 256-device command instead of a sample")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--mpi-worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -903,6 +966,8 @@ def main(argv: list[str] | None = None) -> int:
             records = bench_symbolic(args.rounds, pools=args.pools)
         elif name == "reading":
             records = bench_reading(args.rounds, args.text_mb)
+        elif name == "sweep":
+            records = bench_sweep(args.rounds, full=args.sweep_full)
         else:
             records = SECTIONS[name](args.rounds)
         report["sections"][name] = records
