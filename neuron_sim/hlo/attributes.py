@@ -557,6 +557,26 @@ def attribute_value_continues(name: str, value: str) -> bool:
     return name == "replica_groups" and _MESH_BEFORE_DEVICE_IDS.fullmatch(value) is not None
 
 
+class WrittenAs(str):
+    """An attribute value the text gave under another name and spelling: JAX 0.12 writes a
+    compare's total order ``order=TOTAL`` where XLA wrote ``type=TOTALORDER``. Kept under the
+    name every consumer reads, equal to the value they compare with (``"TOTALORDER"``), and
+    printed back as written (``key``=``text``)."""
+
+    key: str
+    text: str
+
+    def __new__(cls, value: str, key: str, text: str) -> "WrittenAs":
+        self = super().__new__(cls, value)
+        self.key = key
+        self.text = text
+        return self
+
+
+# A compare's ``order=`` values (JAX 0.12), as the ``type=`` each one means.
+COMPARE_ORDERS = {"TOTAL": "TOTALORDER"}
+
+
 def parse_attribute(name: str, text: str) -> Any:
     """The typed value of attribute ``name`` written as ``text`` (Raw when the name is unknown)."""
     codec = CODECS.get(name)

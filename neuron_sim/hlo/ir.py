@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Iterable, Iterator
 
-from neuron_sim.hlo.attributes import (COMPUTATION_ATTRIBUTES, Raw, attribute_rank,
+from neuron_sim.hlo.attributes import (COMPUTATION_ATTRIBUTES, Raw, WrittenAs, attribute_rank,
                                        format_attribute)
 from neuron_sim.hlo.literals import Literal
 from neuron_sim.hlo.opcodes import Opcode
@@ -195,7 +195,11 @@ class HloInstruction:
             attrs = _sugared_attributes(self.attrs, wrapped.root.attrs)
         parts = [f"{sigil}{self.name} = {self.shape} {spelling}({inside})"]
         for key, value in attrs.items():
-            if key not in omit:
+            if key in omit:
+                continue
+            if isinstance(value, WrittenAs):  # e.g. order=TOTAL, read as type=TOTALORDER
+                parts.append(f"{value.key}={value.text}")
+            else:
                 parts.append(f"{key}={self._format_attr(key, value, sigil)}")
         return ", ".join(parts)
 

@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 from neuron_sim.errors import UserError
-from neuron_sim.hlo.attributes import (COMPUTATION_ATTRIBUTES, COMPUTATION_LIST_ATTRIBUTES,
-                                       HEADER_CHECKS, AttributeSyntaxError, Raw, attribute_value_continues,
-                                       parse_attribute)
+from neuron_sim.hlo.attributes import (COMPARE_ORDERS, COMPUTATION_ATTRIBUTES,
+                                       COMPUTATION_LIST_ATTRIBUTES, HEADER_CHECKS,
+                                       AttributeSyntaxError, Raw, WrittenAs,
+                                       attribute_value_continues, parse_attribute)
 from neuron_sim.hlo.checker import HloCheckError, infer_shape
 from neuron_sim.hlo.dtypes import SCALAR_ONLY_TYPES, ElementType
 from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule, unique_name
@@ -708,6 +709,12 @@ class _Parser:
             value = self.continue_value(key, value, value_pos)
             if key in inst.attrs:
                 raise c.error(f"attribute {key} is given twice", key_pos)
+            if key == "order" and inst.opcode is Opcode.COMPARE and value in COMPARE_ORDERS:
+                if "type" in inst.attrs:
+                    raise c.error("compare takes its order as order= or type=, not both",
+                                  key_pos)
+                inst.attrs["type"] = WrittenAs(COMPARE_ORDERS[value], key, value)
+                continue
             if key in COMPUTATION_ATTRIBUTES:
                 refs = self.parse_computation_refs(key, value, value_pos)
                 pending.computation_refs.append((key, refs, key in COMPUTATION_LIST_ATTRIBUTES))

@@ -36,26 +36,21 @@ OLD_NAMES = {e["name"] for e in json.loads((DATA / "jax" / "MANIFEST.json").read
 FULL = os.environ.get("NEURON_SIM_FULL_JAX_CORPUS") == "1"
 
 # Lowered sort comparators in jax 0.12 write `compare(a, b), direction=LT, order=TOTAL` (XLA's
-# comparison-order attribute) where 0.10 wrote `type=TOTALORDER`. The parser keeps `order=` as an
-# unknown raw attribute, so the compare runs in IEEE order and the sort of a row holding NaN is
-# not a sort: a parser fix (read order=TOTAL as the total order), reported, not ours to make here.
-ORDER_TOTAL_NOT_READ = {"lowered_argsort", "lowered_compare_nan"}
+# comparison-order attribute) where 0.10 wrote `type=TOTALORDER`; the parser reads it as the
+# total order. These modules sort rows holding NaN, so they stay in the sample.
+ORDER_TOTAL = {"lowered_argsort", "lowered_compare_nan"}
 
 
 def _sampled(entries: list[dict]) -> list[dict]:
     if FULL:
         return entries
     inherited = sorted(e["name"] for e in entries if e["name"] in OLD_NAMES)
-    keep = set(inherited[::3]) | ORDER_TOTAL_NOT_READ
+    keep = set(inherited[::3]) | ORDER_TOTAL
     return [e for e in entries if e["name"] not in OLD_NAMES or e["name"] in keep]
 
 
 def _param(entry: dict):
-    marks = []
-    if entry["name"] in ORDER_TOTAL_NOT_READ:
-        marks.append(pytest.mark.xfail(strict=True, reason="compare order=TOTAL (jax 0.12's "
-                                       "spelling of the total order) is not read by the parser"))
-    return pytest.param(entry, id=entry["name"], marks=marks)
+    return pytest.param(entry, id=entry["name"])
 
 
 RUNNABLE = [e for e in MANIFEST if e["runnable"]]

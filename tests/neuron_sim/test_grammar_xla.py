@@ -887,3 +887,37 @@ def test_scaled_dots_xla_refuses_are_rejected(change: tuple[str, str], phrase: s
 def test_a_scaled_dot_shape_is_inferred_like_a_dots():
     text = SCALED_DOT.replace("ROOT result = f32[32,16] scaled-dot", "ROOT result = scaled-dot")
     assert parse_module(text).entry.root.shape.dims == (32, 16)
+
+
+# -- compare order=TOTAL: JAX 0.12's spelling of type=TOTALORDER ------------------------------
+
+ORDER_TOTAL = """HloModule m
+
+ENTRY e {
+  x = f32[3] parameter(0)
+  y = f32[3] parameter(1)
+  ROOT lt = pred[3] compare(x, y), direction=LT, order=TOTAL
+}
+
+"""
+
+
+def test_order_total_is_the_total_order_and_prints_back_as_written():
+    """The total order puts -0 before +0 and NaN after every number: LT(-0, +0), LT(1, NaN) are
+    true and LT(NaN, 1) false (IEEE says false, false, false)."""
+    from neuron_sim.interpreter.api import execute
+
+    module = parse_module(ORDER_TOTAL)
+    assert module.entry.root.attrs["type"] == "TOTALORDER"
+    check_module(module)
+    assert module.to_text() == ORDER_TOTAL
+    x = np.array([-0.0, 1.0, np.nan], np.float32)
+    y = np.array([0.0, np.nan, 1.0], np.float32)
+    np.testing.assert_array_equal(execute(module, [x, y]).outputs[0][0], [True, True, False])
+    ieee = parse_module(ORDER_TOTAL.replace(", order=TOTAL", ""))
+    np.testing.assert_array_equal(execute(ieee, [x, y]).outputs[0][0], [False, False, False])
+
+
+def test_order_and_type_together_are_a_parse_error():
+    err = parse_error(ORDER_TOTAL.replace("order=TOTAL", "type=TOTALORDER, order=TOTAL"))
+    assert "not both" in err.message
