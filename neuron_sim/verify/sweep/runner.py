@@ -173,7 +173,8 @@ class _Differentials:
         if found is None:
             found = self.known[text] = _differential(self.module, after, self.topology,
                                                      self.seed)
-        return found
+        word, witness, line, kind = found
+        return word, dict(witness) if witness is not None else None, line, kind
 
 
 def reference_judgement(case: Case, module: HloModule, pair: ArDsPair, seed: int, *,
