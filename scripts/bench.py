@@ -883,18 +883,24 @@ def bench_sweep(rounds: int, full: bool = False) -> list[dict]:
     sample = cases[::SWEEP_EVERY]
     passes = default_passes()
     projected = []
+    unsound: dict[str, int] = {key: 0 for key in passes}
+    disagreements = 0
     for _ in range(max(1, rounds // 5)):
         cpu = 0.0
         for case in sample:
             start = time.process_time()
-            run_case(case, passes)
+            result = run_case(case, passes)
             cpu += time.process_time() - start
+            disagreements += len(result.disagreements)
+            for key, outcome in result.passes.items():
+                unsound[key] += outcome.outcome == "fired_unsound"
         projected.append(cpu * SWEEP_EVERY / 60)
     import resource
     return [goal(f"sweep --max-devices {SWEEP_DEVICES}, projected wall on {cores} free cores "
                  f"({len(cases)} cases; every {SWEEP_EVERY}th run)",
                  [m / cores for m in projected], 10.0, unit="min",
                  cpu_minutes=[round(m, 1) for m in projected], sampled=len(sample),
+                 unsound_folds_in_sample=unsound, disagreements_in_sample=disagreements,
                  peak_rss_mib_of_this_process=round(
                      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))]
 
