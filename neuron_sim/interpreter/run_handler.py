@@ -86,7 +86,7 @@ def _run_xla(args: argparse.Namespace, module: HloModule, topology: Topology, in
     the topology's device count): the same inputs (given or drawn as the local backend draws
     them) and the same reports."""
     from neuron_sim.xla_cpu import XlaRefused, XlaUnavailable, jaxlib_installed, shared_xla
-    from neuron_sim.xla_cpu.client import per_device_arguments
+    from neuron_sim.xla_cpu.client import XlaTimeout, per_device_arguments
 
     if not jaxlib_installed():
         raise UsageError(XLA_NEEDS_JAXLIB)
@@ -108,6 +108,8 @@ def _run_xla(args: argparse.Namespace, module: HloModule, topology: Topology, in
         outputs = xla.run(module, arguments, topology)
     except XlaUnavailable:
         raise UsageError(XLA_NEEDS_JAXLIB) from None
+    except XlaTimeout as error:
+        raise ProblemFound(f"{args.module}: {error} (--timeout)") from None
     except XlaRefused as error:
         raise UsageError(f"{args.module}: XLA:CPU refused the module: {error}") from None
     _report(args, module, topology, outputs, [False] * len(outputs),

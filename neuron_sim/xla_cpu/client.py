@@ -48,6 +48,10 @@ class XlaRefused(XlaError):
     """XLA would not parse, compile or run the module; the message is XLA's, on one line."""
 
 
+class XlaTimeout(XlaRefused):
+    """XLA did not finish within the time limit (the worker was stopped)."""
+
+
 def jaxlib_installed() -> bool:
     """Whether jax and jaxlib can be imported, judged without importing them."""
     try:
@@ -118,13 +122,13 @@ class XlaCpu:
         ready, _, _ = select.select([process.stdout], [], [], seconds)
         if not ready:
             self.close()
-            raise XlaRefused(f"XLA:CPU did not {what} within {seconds:g} s")
+            raise XlaTimeout(f"XLA:CPU did not {what} within {seconds:g} s")
         try:
             return receive(process.stdout)
         except EOFError:
             last = self._last_words()
             self.close()
-            raise XlaRefused(f"XLA:CPU ended while it tried to {what} the module"
+            raise XlaRefused(f"XLA:CPU ended while it tried to {what}"
                              + (f": {last}" if last else "")) from None
 
     def _last_words(self) -> str:
@@ -165,7 +169,7 @@ class XlaCpu:
             self.close()
             raise XlaRefused("XLA:CPU ended before it received the module"
                              + (f": {last}" if last else "")) from None
-        status, detail = self._reply(self.run_seconds, "run")
+        status, detail = self._reply(self.run_seconds, "run the module")
         if status != "ok":
             raise XlaRefused(detail)
         return detail
