@@ -49,10 +49,6 @@ def _sampled(entries: list[dict]) -> list[dict]:
     return [e for e in entries if e["name"] not in OLD_NAMES or e["name"] in keep]
 
 
-def _param(entry: dict):
-    return pytest.param(entry, id=entry["name"])
-
-
 RUNNABLE = [e for e in MANIFEST if e["runnable"]]
 NEW = [e for e in MANIFEST if e["name"] not in OLD_NAMES]
 
@@ -121,7 +117,7 @@ def test_module_passes_the_checker(entry):
 MATCHED = _sampled(RUNNABLE)
 
 
-@pytest.mark.parametrize("entry", [_param(e) for e in MATCHED])
+@pytest.mark.parametrize("entry", MATCHED, ids=[e["name"] for e in MATCHED])
 def test_module_matches_jax(entry):
     name = entry["name"]
     module = parse_module_file(CORPUS / f"{name}.hlo")
