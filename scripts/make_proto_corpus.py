@@ -10,6 +10,8 @@ text gives.
 
     python scripts/make_proto_corpus.py                 # every corpus present
     python scripts/make_proto_corpus.py jax xla         # some of them
+    python3.12 scripts/make_proto_corpus.py jax_0_12    # with jax/jaxlib 0.12 (Python 3.12),
+                                                        # whose parser reads JAX 0.12's texts
     python scripts/make_proto_corpus.py --exceptions    # rewrite tests/data/proto/EXCEPTIONS.json
 
 ``--exceptions`` records, with its reason, each module whose round trip through neuron-sim's
@@ -28,16 +30,16 @@ ROOT = Path(__file__).resolve().parents[1]
 CORPORA = {"jax": "tests/data/jax", "xla": "tests/data/xla", "examples": "examples",
            "jax_0_12": "tests/data/jax_0_12", "torch_xla": "tests/data/torch_xla"}
 OUT = ROOT / "tests" / "data" / "proto"
+MAX_FILE = 256 << 10  # bytes; bigger serializations (constants in full) are listed, not kept
 
 
 def convert(corpus: str, source: Path) -> dict:
     import jax
     import jaxlib
-    from jax._src.lib import _jax  # noqa: F401  (loads XLA)
     import jaxlib._hlo as hlo
 
     target = OUT / corpus
-    written, refused = [], {}
+    written, refused, too_large = [], {}, {}
     for path in sorted(source.rglob("*.hlo")):
         rel = path.relative_to(source)
         try:
@@ -45,6 +47,9 @@ def convert(corpus: str, source: Path) -> dict:
             data = hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()
         except Exception as exc:  # XLA's parser refuses it: record why
             refused[str(rel)] = " ".join(str(exc).split())[:300]
+            continue
+        if len(data) > MAX_FILE:  # a big constant written out in full: not committed
+            too_large[str(rel)] = len(data)
             continue
         out = target / rel.with_suffix(".pb")
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -55,6 +60,7 @@ def convert(corpus: str, source: Path) -> dict:
                                             "as_serialized_hlo_module_proto)",
         "jax_version": jax.__version__, "jaxlib_version": jaxlib.__version__,
         "python": sys.version.split()[0], "files": written, "refused_by_xla": refused,
+        "too_large_bytes": too_large, "max_file_bytes": MAX_FILE,
     }
     target.mkdir(parents=True, exist_ok=True)
     (target / "MANIFEST.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")

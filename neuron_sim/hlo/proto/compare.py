@@ -10,7 +10,10 @@ ones kept as text compared through their protobuf message (so ``{op_name="a"}`` 
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable
+
+import numpy as np
 
 from neuron_sim.hlo.attributes import COMPUTATION_ATTRIBUTES, Raw
 from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
@@ -21,7 +24,7 @@ from neuron_sim.hlo.shapes import map_leaves
 # Raw attributes compared through their message: name -> (message, parse).
 _RAW_FORMS = {
     "metadata": ("OpMetadata", tf.parse_metadata),
-    "sharding": ("OpSharding", tf.parse_sharding),
+    "sharding": ("OpSharding", tf.parse_sharding_text),
     "frontend_attributes": ("FrontendAttributes", tf.parse_frontend_attributes),
     "input_output_alias": ("HloInputOutputAliasProto", tf.parse_input_output_alias),
     "buffer_donor": ("HloBufferDonorProto", tf.parse_buffer_donor),
@@ -68,7 +71,14 @@ def _raw_key(name: str, text: str, frames: Any = None) -> Any:
     if form is None:
         if name == "control-predecessors":
             return tuple(sorted(tf.parse_names(text)))
-        return "".join(text.split())
+        if name == "epsilon":
+            try:
+                return float(np.float32(float(text)))
+            except ValueError:
+                pass
+        if name == "operand_precision":
+            return "".join(text.split()).lower()
+        return "".join(re.sub(r"/\*.*?\*/", "", text).split())
     message = new(form[0])
     try:
         form[1](text, message)
@@ -82,8 +92,11 @@ def _raw_key(name: str, text: str, frames: Any = None) -> Any:
 
 
 def _shape_key(shape: Any) -> str:
-    return str(map_leaves(shape, lambda leaf: leaf if leaf.layout is not None
-                          else leaf.with_default_layout()))
+    def leaf_key(leaf: Any) -> Any:
+        if leaf.layout is None or (not leaf.dims and not leaf.layout.extra):
+            return leaf.with_default_layout()
+        return leaf
+    return str(map_leaves(shape, leaf_key))
 
 
 def _value_key(name: str, value: Any, frames: Any) -> Any:
@@ -100,36 +113,102 @@ def _value_key(name: str, value: Any, frames: Any) -> Any:
     return value
 
 
-def instruction_key(inst: HloInstruction, frames: Any = None) -> tuple:
-    attrs = tuple(sorted(((k, _value_key(k, v, frames)) for k, v in inst.attrs.items()),
-                         key=lambda item: item[0]))
-    return (inst.opcode.spelling, _shape_key(inst.shape), tuple(o.name for o in inst.operands),
-            attrs, inst.literal.structural_key() if inst.literal is not None else None,
+def _is_default(name: str, value: Any) -> bool:
+    """A value the protobuf form cannot tell from no attribute: an empty list of dimensions
+    (XLA prints ``dimensions={}`` on a scalar broadcast, ``lhs_batch_dims`` only when set),
+    empty replica groups (all devices, printed ``{}`` or left out), group counts of 1, empty
+    metadata or frontend attributes."""
+    if isinstance(value, tuple) and not value and name not in COMPUTATION_ATTRIBUTES:
+        return True
+    if name in ("feature_group_count", "batch_group_count") and value == 1:
+        return True
+    if name in ("metadata", "frontend_attributes") and isinstance(value, Raw):
+        return "".join(value.text.split()) == "{}"
+    return name == "replica_groups" and getattr(value, "is_empty", False)
+
+
+def _literal_key(literal: Any) -> Any:
+    if literal is None:
+        return None
+    if literal.is_elided:
+        return literal.structural_key()
+    value = literal.value
+    if isinstance(value, np.ndarray):  # a broadcast view and its copy are the same values
+        return (str(value.dtype), value.shape, np.ascontiguousarray(value).tobytes())
+    return literal.structural_key()
+
+
+def structural_names(comp: HloComputation) -> dict[HloInstruction, str]:
+    """A name for each instruction that does not depend on how it was spelled: its place in
+    the post order from the root (operands in order), ``#param<n>`` for parameters; an
+    instruction the root does not reach keeps its own name."""
+    names: dict[HloInstruction, str] = {}
+    stack = [(comp.root, iter(comp.root.operands))] if comp.root is not None else []
+    seen = {comp.root}
+    while stack:
+        node, operands = stack[-1]
+        for operand in operands:
+            if operand not in seen and operand.parent is comp:
+                seen.add(operand)
+                stack.append((operand, iter(operand.operands)))
+                break
+        else:
+            stack.pop()
+            names[node] = (f"#param{node.parameter_number}" if node.parameter_number is not None
+                           else f"#{len(names)}")
+    for inst in comp.instructions:
+        if inst not in names:
+            names[inst] = (f"#param{inst.parameter_number}" if inst.parameter_number is not None
+                           else inst.name)
+    return names
+
+
+def instruction_key(inst: HloInstruction, frames: Any = None,
+                    names: dict[HloInstruction, str] | None = None) -> tuple:
+    attrs = tuple(sorted(((k, _value_key(k, v, frames)) for k, v in inst.attrs.items()
+                          if not _is_default(k, v)), key=lambda item: item[0]))
+    if names is not None:
+        by_name = {i.name: label for i, label in names.items()}
+        attrs = tuple((k, tuple(sorted(by_name.get(n, n) for n in v))
+                       if k == "control-predecessors" else v) for k, v in attrs)
+        operands = tuple(names.get(o, o.name) for o in inst.operands)
+    else:
+        operands = tuple(o.name for o in inst.operands)
+    return (inst.opcode.spelling, _shape_key(inst.shape), operands,
+            attrs, _literal_key(inst.literal),
             inst.parameter_number, inst.is_root)
 
 
-def computation_key(comp: HloComputation, frames: Any = None) -> tuple:
+def computation_key(comp: HloComputation, frames: Any = None, by_structure: bool = False
+                    ) -> tuple:
+    names = structural_names(comp) if by_structure else None
     return (comp.is_entry, "".join((comp.trailing or "").split()),
-            tuple(sorted((i.name, instruction_key(i, frames)) for i in comp.instructions)))
+            tuple(sorted((names[i] if names else i.name, instruction_key(i, frames, names))
+                         for i in comp.instructions)))
 
 
-def module_key(module: HloModule, header_keys: Iterable[str] | None = None) -> tuple:
+def module_key(module: HloModule, header_keys: Iterable[str] | None = None, *,
+               by_structure: bool = False) -> tuple:
     """The module as a comparable value (see the module docstring); ``header_keys`` limits
-    the header values compared (default: all)."""
+    the header values compared (default: all); ``by_structure``: instructions are named by
+    their place in the graph (``structural_names``), not by their names — XLA's parser
+    renames an instruction whose name another computation already uses."""
     keys = set(module.header) if header_keys is None else set(header_keys)
     header = tuple(sorted((k, _raw_key(k, str(v)) if isinstance(v, Raw) else v)
                           for k, v in module.header.items() if k in keys))
     frames = _frames(module.sections) if module.sections else None
     sections = module.sections if module.sections and frames is None else ""
     return (module.name, header, sections,
-            tuple(sorted((c.name, computation_key(c, frames)) for c in module.computations)))
+            tuple(sorted((c.name, computation_key(c, frames, by_structure))
+                         for c in module.computations)))
 
 
-def first_difference(a: HloModule, b: HloModule, header_keys: Iterable[str] | None = None
-                     ) -> str | None:
+def first_difference(a: HloModule, b: HloModule, header_keys: Iterable[str] | None = None,
+                     *, by_structure: bool = False) -> str | None:
     """A sentence naming the first place ``a`` and ``b`` differ, or None when they are the
     same by ``module_key``."""
-    ka, kb = module_key(a, header_keys), module_key(b, header_keys)
+    ka = module_key(a, header_keys, by_structure=by_structure)
+    kb = module_key(b, header_keys, by_structure=by_structure)
     if ka == kb:
         return None
     if ka[0] != kb[0]:

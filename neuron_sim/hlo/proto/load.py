@@ -10,7 +10,6 @@ HloModuleProto, and the two that wrap one in field 1 — HloProto and HloModuleP
 
 from __future__ import annotations
 
-import gzip
 import os
 import zlib
 from typing import Any

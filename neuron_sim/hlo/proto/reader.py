@@ -17,7 +17,7 @@ from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.proto import text_forms as tf
 from neuron_sim.hlo.proto.values import (literal_from_proto, shape_from_proto)
-from neuron_sim.hlo.shapes import ArrayShape, TupleShape
+from neuron_sim.hlo.shapes import ArrayShape
 
 
 class ProtoReadError(UserError):
@@ -27,7 +27,8 @@ class ProtoReadError(UserError):
 # Opcodes whose ``dimensions`` field XLA prints always, and those it prints when non-empty.
 _DIMENSIONS_ALWAYS = {Opcode.from_spelling(s) for s in (
     "broadcast", "concatenate", "reduce", "reverse", "transpose", "sort", "all-gather",
-    "all-gather-start", "reduce-scatter", "map")}
+    "all-gather-start", "reduce-scatter", "map", "get-dimension-size",
+    "set-dimension-size")}
 _DIMENSIONS_IF_SET = {Opcode.from_spelling(s) for s in ("all-to-all", "ragged-all-to-all")}
 _COLLECTIVES = {Opcode.from_spelling(s) for s in (
     "all-reduce", "all-reduce-start", "all-gather", "all-gather-start", "reduce-scatter",
@@ -42,6 +43,11 @@ _API_VERSIONS = {1: "API_VERSION_ORIGINAL", 2: "API_VERSION_STATUS_RETURNING",
                  3: "API_VERSION_STATUS_RETURNING_UNIFIED", 4: "API_VERSION_TYPED_FFI"}
 _SCHEDULES = {1: "SCHEDULE_LATEST", 2: "SCHEDULE_EARLIEST"}
 _TRANSPOSE = {1: "NO_TRANSPOSE", 2: "TRANSPOSE", 3: "ADJOINT"}
+# PrecisionConfig.Algorithm by number (xla_data.proto), printed "dot_" + the name lowercased.
+DOT_ALGORITHMS = (
+    "unset", "any_f8_any_f8_f32", "any_f8_any_f8_f32_fast_accum", "f16_f16_f16", "f16_f16_f32",
+    "bf16_bf16_bf16", "bf16_bf16_f32", "bf16_bf16_f32_x3", "bf16_bf16_f32_x6", "tf32_tf32_f32",
+    "tf32_tf32_f32_x3", "f32_f32_f32", "f64_f64_f64", "bf16_bf16_f32_x9")
 
 
 def _ints(values: Any) -> str:
@@ -266,8 +272,15 @@ def _read_attributes(p: Any, opcode: Opcode, shape: Any, operands: list[HloInstr
         put("unique_indices", "true")
     if opcode is Opcode.COMPARE:
         put("direction", p.comparison_direction)
-        if p.comparison_type and p.comparison_type != _default_comparison(operands):
-            put("type", p.comparison_type)
+        kind = p.comparison_type
+        default_order = "PARTIAL" if _default_comparison(operands) == "FLOAT" else "TOTAL"
+        order = p.comparison_order if p.comparison_order != default_order else ""
+        if order == "TOTAL" and kind in ("", "FLOAT", "TOTALORDER"):
+            kind, order = "TOTALORDER", ""  # a newer XLA's order=TOTAL, read as the parser does
+        if kind and kind != _default_comparison(operands):
+            put("type", kind)
+        if order:
+            raw("order", order)  # XLA prints a non-default order only
     if p.is_stable:
         put("is_stable", "true")
     if opcode is Opcode.RNG:
@@ -284,7 +297,7 @@ def _read_attributes(p: Any, opcode: Opcode, shape: Any, operands: list[HloInstr
         put("k", str(p.k))
         put("largest", "true" if p.largest else "false")
     if spelling.startswith("batch-norm"):
-        raw("epsilon", _float(p.epsilon))
+        raw("epsilon", _float32(p.epsilon))
         raw("feature_index", str(p.feature_index))
     if opcode is Opcode.CUSTOM_CALL:
         put("custom_call_target", '"' + tf.escape(p.custom_call_target) + '"')
@@ -311,6 +324,10 @@ def _read_attributes(p: Any, opcode: Opcode, shape: Any, operands: list[HloInstr
             '"' + tf.escape(config) + '"')
     if opcode is Opcode.CUSTOM_CALL:
         _read_custom_call(p, put, raw)
+    if p.HasField("precision_config") and p.precision_config.algorithm:
+        number = p.precision_config.algorithm
+        put("algorithm", "dot_" + DOT_ALGORITHMS[number] if 0 < number < len(DOT_ALGORITHMS)
+            else str(number))
     if p.HasField("precision_config") and any(p.precision_config.operand_precision):
         raw("operand_precision", tf.format_precisions(p.precision_config.operand_precision))
     if p.HasField("parameter_replication") and p.parameter_replication.replicated_at_leaf_buffers:
@@ -335,6 +352,8 @@ def _read_attributes(p: Any, opcode: Opcode, shape: Any, operands: list[HloInstr
         raw("transpose_a", _TRANSPOSE.get(o.transpose_a, str(o.transpose_a)))
     if spelling == "cholesky":
         raw("lower", "true" if p.cholesky_options.lower else "false")
+    if opcode.spelling == "outfeed" and p.HasField("outfeed_shape"):
+        raw("outfeed_shape", str(shape_from_proto(p.outfeed_shape)))
     if spelling == "rng-get-and-update-state":
         raw("delta", str(p.delta))
 
@@ -355,8 +374,11 @@ def _read_custom_call(p: Any, put: Any, raw: Any) -> None:
                                              str(p.custom_call_api_version)))
 
 
-def _float(value: float) -> str:
-    text = repr(float(value))
+def _float32(value: float) -> str:
+    """The shortest text of a float32 (the proto's epsilon is one)."""
+    import numpy as np
+
+    text = str(np.float32(value))
     return text[:-2] if text.endswith(".0") else text
 
 
@@ -501,7 +523,8 @@ def _read_header(module: HloModule, proto: Any, config: Any | None, source: str)
     if config is not None and config.HasField("entry_computation_layout"):
         layout = config.entry_computation_layout
     if layout is not None and layout.HasField("result"):
-        params = ", ".join(str(shape_from_proto(s)) for s in layout.parameters)
+        params = ", ".join((f"/*index={i}*/" if i and i % 5 == 0 else "")
+                           + str(shape_from_proto(s)) for i, s in enumerate(layout.parameters))
         header["entry_computation_layout"] = Raw(
             "{(" + params + ")->" + str(shape_from_proto(layout.result)) + "}")
     if config is not None:

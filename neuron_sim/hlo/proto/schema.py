@@ -113,7 +113,8 @@ _MESSAGES: dict[str, list[tuple[int, str, str, bool]]] = {
         (6, "replicate_on_last_tile_dim", "bool", False), (7, "metadata", "OpMetadata", True),
         (8, "last_tile_dims", "enum", True), (9, "iota_reshape_dims", "int64", True),
         (10, "iota_transpose_perm", "int32", True), (11, "is_shard_group", "bool", False),
-        (12, "shard_group_id", "int64", False), (13, "shard_group_type", "enum", False)],
+        (12, "shard_group_id", "int64", False), (13, "shard_group_type", "enum", False),
+        (14, "named_sharding", "bytes", False)],  # a NamedShardingProto, kept as bytes
     "ReplicaGroup": [(1, "replica_ids", "int64", True)],
     "IotaReplicaGroupListProto": [
         (1, "num_replica_groups", "int64", False), (2, "num_devices_per_group", "int64", False),
@@ -188,7 +189,7 @@ _MESSAGES: dict[str, list[tuple[int, str, str, bool]]] = {
         (67, "indices_are_sorted", "bool", False),
         (68, "frontend_attributes", "FrontendAttributes", False),
         (69, "unique_indices", "bool", False), (70, "rng_algorithm", "enum", False),
-        (72, "comparison_type", "string", False),
+        (72, "comparison_type", "string", False), (102, "comparison_order", "string", False),
         (73, "is_cross_program_prefetch", "bool", False),
         (80, "cross_program_prefetch_index", "int32?", False),
         (75, "padding_type", "enum", False), (77, "custom_call_api_version", "enum", False),

@@ -184,14 +184,14 @@ def _split_top(body: str, sep: str = ",") -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
-def parse_sharding(text: str, message: Any) -> None:
+def parse_sharding_text(text: str, message: Any) -> None:
     """XLA's sharding text (``{replicated}``, ``{devices=[2,1]0,1}``, ``{{...}, {...}}``, ...)
     into an OpSharding."""
     body = _braced(text, "sharding").strip()
     if body.startswith("{") or body == "":
         message.type = TUPLE
         for element in _split_top(body):
-            parse_sharding(element, message.tuple_shardings.add())
+            parse_sharding_text(element, message.tuple_shardings.add())
         return
     message.type = OTHER
     pos = 0
@@ -278,6 +278,9 @@ def _parse_tile_devices(body: str, pos: int, message: Any) -> int:
 
 def format_sharding(message: Any) -> str:
     """The OpSharding as XLA prints it."""
+    if message.named_sharding:
+        raise ProtoFormError("a named (mesh) sharding is not modelled; only OpSharding's own "
+                             "forms are read")
     if message.type == TUPLE:
         return "{" + ", ".join(format_sharding(s) for s in message.tuple_shardings) + "}"
     parts: list[str] = []

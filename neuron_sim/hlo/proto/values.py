@@ -84,8 +84,10 @@ def shape_from_proto(message: Any, depth: int = 0) -> Shape:
         raise ShapeProtoError(f"shape {et.spelling}{list(dims)} has {len(dynamic)} dynamic "
                               f"flags for {len(dims)} dimensions")
     layout = None
-    if message.HasField("layout") and et.is_array_type and dims:
+    if message.HasField("layout") and et.is_array_type:
         layout = layout_from_proto(message.layout, len(dims), et)
+        if not dims and not layout.extra:
+            layout = None  # a scalar's empty layout is not printed
     return ArrayShape(et, dims, layout, dynamic or ())
 
 
@@ -127,11 +129,15 @@ def shape_to_proto(shape: Shape, message: Any) -> None:
     message.dimensions.extend(_UNBOUNDED_SIZE if d == UNBOUNDED else d for d in shape.dims)
     if any(shape.dynamic):
         message.is_dynamic_dimension.extend(shape.dynamic)
-    if shape.layout is not None:
+    if shape.is_array:
+        # XLA reads an array without a layout as having the default one, and refuses one
+        # whose layout differs from its literal's: every array is written with its layout.
+        given = shape.layout if shape.layout is not None else shape.with_default_layout().layout
         layout = message.layout
-        layout.minor_to_major.extend(shape.layout.minor_to_major)
         layout.SetInParent()
-        _layout_extra_to_proto(shape.layout.extra, layout)
+        if given is not None:
+            layout.minor_to_major.extend(given.minor_to_major)
+            _layout_extra_to_proto(given.extra, layout)
 
 
 def _layout_extra_to_proto(extra: str, layout: Any) -> None:
@@ -220,6 +226,7 @@ def literal_to_proto(literal: Literal, message: Any) -> None:
 
 
 def _literal_fill(value: Any, shape: Shape, message: Any) -> None:
+    # XLA refuses a LiteralProto whose array shape has no layout.
     shape_to_proto(shape, message.shape)
     if isinstance(shape, TupleShape):
         for v, s in zip(value, shape.elements):

@@ -14,10 +14,11 @@ import re
 from typing import Any
 
 from neuron_sim.errors import UserError
-from neuron_sim.hlo.attributes import COMPUTATION_ATTRIBUTES, Raw, format_attribute
+from neuron_sim.hlo.attributes import COMPUTATION_ATTRIBUTES, format_attribute
 from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.proto import text_forms as tf
+from neuron_sim.hlo.proto.reader import DOT_ALGORITHMS
 from neuron_sim.hlo.proto.schema import new
 from neuron_sim.hlo.proto.values import literal_to_proto, shape_to_proto
 from neuron_sim.hlo.shapes import ArrayShape
@@ -187,6 +188,9 @@ def _write_instruction(inst: HloInstruction, p: Any, comp_ids: dict, ids: dict) 
     p.called_computation_ids.extend(comp_ids[c] for c in called)
     if inst.opcode is Opcode.COMPARE and "type" not in inst.attrs:
         p.comparison_type = _default_comparison(inst)
+    if inst.opcode is Opcode.COMPARE and "order" not in inst.attrs:
+        p.comparison_order = "PARTIAL" if _default_comparison(inst) == "FLOAT" and \
+            str(inst.attrs.get("type", "")) != "TOTALORDER" else "TOTAL"
     if inst.opcode is Opcode.CUSTOM_CALL:
         p.custom_call_api_version = 1
     for key, value in inst.attrs.items():
@@ -271,10 +275,14 @@ def _write_attribute(inst: HloInstruction, key: str, value: Any, p: Any, ids: di
         p.comparison_direction = str(value)
     elif key == "type":
         p.comparison_type = str(value)
+    elif key == "order":  # a newer XLA's compare order (TOTAL, PARTIAL)
+        p.comparison_order = str(value)
     elif key == "distribution" and str(value).lower() in _DISTRIBUTIONS:
         p.distribution = _DISTRIBUTIONS[str(value).lower()]
     elif key == "algorithm" and str(value).lower() in _RNG_ALGORITHMS:
         p.rng_algorithm = _RNG_ALGORITHMS[str(value).lower()]
+    elif key == "algorithm" and str(value).lower()[4:] in DOT_ALGORITHMS[1:]:
+        p.precision_config.algorithm = DOT_ALGORITHMS.index(str(value).lower()[4:])
     elif key == "fft_type" and str(value).upper() in _FFT_TYPES:
         p.fft_type = _FFT_TYPES.index(str(value).upper())
     elif key == "custom_call_target":
@@ -322,7 +330,7 @@ def _write_text_attribute(inst: HloInstruction, key: str, text: str, p: Any,
     if key == "metadata":
         tf.parse_metadata(text, p.metadata)
     elif key == "sharding":
-        tf.parse_sharding(text, p.sharding)
+        tf.parse_sharding_text(text, p.sharding)
     elif key == "frontend_attributes":
         p.frontend_attributes.SetInParent()
         tf.parse_frontend_attributes(text, p.frontend_attributes)
@@ -350,6 +358,10 @@ def _write_text_attribute(inst: HloInstruction, key: str, text: str, p: Any,
         for part in tf._split_top(body):
             shape_to_proto(parse_shape(part), p.operand_shapes_with_layout.add())
         p.constrain_layout = True
+    elif key == "outfeed_shape":
+        from neuron_sim.hlo.parser import parse_shape
+
+        shape_to_proto(parse_shape(text), p.outfeed_shape)
     elif key == "custom_call_has_side_effect":
         p.custom_call_has_side_effect = _bool(text)
     elif key == "schedule" and text.lower() in _SCHEDULES:
@@ -378,8 +390,8 @@ def _write_text_attribute(inst: HloInstruction, key: str, text: str, p: Any,
                          text.strip(), re.S)
         if not m:
             raise tf.ProtoFormError(f"domain={text[:40]} is not a sharding domain")
-        tf.parse_sharding(m.group(1), p.domain_entry_sharding)
-        tf.parse_sharding(m.group(2), p.domain_exit_sharding)
+        tf.parse_sharding_text(m.group(1), p.domain_entry_sharding)
+        tf.parse_sharding_text(m.group(2), p.domain_exit_sharding)
     else:
         raise tf.ProtoFormError(f"attribute {key}={text[:40]} has no HloInstructionProto "
                                 "field here")
