@@ -120,7 +120,7 @@ class Replayer:
         try:
             with np.errstate(all="ignore"):
                 return self._value(term, device, pairs)
-        except (_NoReplay, NotImplementedError, ValueError, TypeError):
+        except Exception:  # noqa: BLE001 - a construct replay cannot evaluate: no witness
             return None
 
     def _int(self, expr: Any, pairs: list) -> int:
