@@ -122,7 +122,10 @@ def equal_formula(a: Term, b: Term) -> Any:
     if kind == "read":
         if a[1:4] != b[1:4] or a[5] != b[5]:
             return False
-        return _conj([x == y for x, y in zip(a[4], b[4])])
+        # Index expressions are simplified and hash-consed by z3: the same id is the same
+        # expression, and needs no formula.
+        return _conj([True if x.get_id() == y.get_id() else x == y
+                      for x, y in zip(a[4], b[4])])
     if kind == "const":
         return a[1] == b[1] and a[3] == b[3]
     if kind == "index":

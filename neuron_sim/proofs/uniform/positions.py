@@ -109,6 +109,7 @@ class PositionEvaluator:
         self.concrete: dict[HloInstruction, Any] = {}
         self._evaluator = Evaluator(module, topology, LocalTransport(self.devices))
         self._memo: dict[tuple, Term] = {}
+        self._simple: dict[int, tuple[Any, Any]] = {}  # id -> (expression kept alive, simplified)
         self._compute_concrete()
 
     # -- values that depend on devices and constants only ------------------------------------
@@ -151,12 +152,23 @@ class PositionEvaluator:
     def element(self, inst: HloInstruction, device: int, index: Sequence[Any],
                 leaf: tuple[int, ...] = ()) -> Term:
         """The element term of ``inst`` (its leaf ``leaf``) at ``index`` on ``device``."""
-        simple = [z3.simplify(z3.IntVal(i) if isinstance(i, int) else i) for i in index]
+        simple = [self._simplified(i) for i in index]
         key = (id(inst), device, tuple(i.get_id() for i in simple), leaf)
         term = self._memo.get(key)
         if term is None:
             term = self._memo[key] = self._element(inst, device, simple, leaf)
         return term
+
+    def _simplified(self, expr: Any) -> Any:
+        """``expr`` simplified by z3, once per distinct expression (a collective asks for the
+        same index on every member of its group)."""
+        if isinstance(expr, int):
+            expr = z3.IntVal(expr)
+        key = expr.get_id()
+        found = self._simple.get(key)
+        if found is None:
+            found = self._simple[key] = (expr, z3.simplify(expr))
+        return found[1]
 
     def _element(self, inst: HloInstruction, device: int, index: list[Any],
                  leaf: tuple[int, ...]) -> Term:
