@@ -78,6 +78,14 @@ def _raw_key(name: str, text: str, frames: Any = None) -> Any:
                 pass
         if name == "operand_precision":
             return "".join(text.split()).lower()
+        if name == "operand_layout_constraints":
+            from neuron_sim.hlo.parser import parse_shape
+
+            try:
+                body = text.strip()[1:-1]
+                return tuple(_shape_key(parse_shape(part)) for part in tf._split_top(body))
+            except Exception:  # noqa: BLE001 - not shapes: compared as text
+                pass
         return "".join(re.sub(r"/\*.*?\*/", "", text).split())
     message = new(form[0])
     try:

@@ -201,7 +201,15 @@ def _read_attributes(p: Any, opcode: Opcode, shape: Any, operands: list[HloInstr
         put("slice", "{" + ", ".join(f"[{d.start}:{d.limit}" + (f":{d.stride}]" if strided
                                                                   else "]")
                                      for d in p.slice_dimensions) + "}")
-    if p.dynamic_slice_sizes or opcode is Opcode.DYNAMIC_SLICE:
+    if opcode in _PERMUTES and p.dynamic_slice_sizes:
+        # An in-place collective-permute: one slice-size list per update, flattened.
+        rank = _first_rank(operands)
+        sizes = list(p.dynamic_slice_sizes)
+        if not rank or len(sizes) % rank:
+            rank = len(sizes)  # not lists of the operand's rank: kept as one list
+        put("slice_sizes", "{" + ",".join(_ints(sizes[i:i + rank])
+                                          for i in range(0, len(sizes), rank)) + "}")
+    elif p.dynamic_slice_sizes or opcode is Opcode.DYNAMIC_SLICE:
         put("dynamic_slice_sizes", _ints(p.dynamic_slice_sizes))
     if opcode is Opcode.PAD:
         dims = p.padding_config.dimensions
@@ -372,6 +380,14 @@ def _read_custom_call(p: Any, put: Any, raw: Any) -> None:
     if p.custom_call_api_version not in (0, 1):
         put("api_version", _API_VERSIONS.get(p.custom_call_api_version,
                                              str(p.custom_call_api_version)))
+
+
+def _first_rank(operands: list[HloInstruction]) -> int:
+    """The rank of the first array leaf of the first operand (0 when there is none)."""
+    if not operands:
+        return 0
+    leaf = next(iter(operands[0].shape.leaves()), None)
+    return leaf.rank if leaf is not None else 0
 
 
 def _float32(value: float) -> str:

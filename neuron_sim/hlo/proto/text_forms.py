@@ -141,8 +141,14 @@ def format_metadata(message: Any) -> str | None:
 # -- frontend attributes ----------------------------------------------------------------------
 
 def parse_frontend_attributes(text: str, message: Any) -> None:
-    """``{key="value",...}`` into a FrontendAttributes map."""
-    for key, value in _items(_braced(text, "frontend_attributes"), "frontend_attributes"):
+    """``{key="value",...}`` into a FrontendAttributes map (a value may also be bare or a
+    braced list, ``_xla_send_recv_source_target_pairs={{0,1},{1,0}}``)."""
+    for item in _split_top(_braced(text, "frontend_attributes")):
+        key, eq, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not eq or not re.fullmatch(r'[A-Za-z_][\w.\-]*|"(?:[^"\\]|\\.)*"', key):
+            raise ProtoFormError(f"frontend_attributes: cannot read '{item[:40]}'")
+        key = _quoted(key, "frontend attribute name") if key.startswith('"') else key
         message.map[key] = _quoted(value, f"frontend attribute {key}") \
             if value.startswith('"') else value
 

@@ -271,6 +271,9 @@ def _write_attribute(inst: HloInstruction, key: str, value: Any, p: Any, ids: di
     elif key == "slice_sizes" and inst.opcode is Opcode.GATHER and (
             not value or not isinstance(value[0], tuple)):
         p.gather_slice_sizes.extend(value)
+    elif key == "slice_sizes" and value and isinstance(value[0], tuple):
+        for sizes in value:  # an in-place collective-permute's lists, flattened
+            p.dynamic_slice_sizes.extend(sizes)
     elif key == "direction":
         p.comparison_direction = str(value)
     elif key == "type":

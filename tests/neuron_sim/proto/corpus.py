@@ -36,7 +36,8 @@ def round_trip_problem(path: Path) -> str | None:
     """None when text -> IR -> HloModuleProtoWithConfig -> IR gives the same IR (module_key)
     as the text; else the reason. A text the parser refuses is not a module: None."""
     from neuron_sim.hlo.parser import HloParseError, parse_module
-    from neuron_sim.hlo.proto import ProtoWriteError, module_from_bytes, module_to_bytes
+    from neuron_sim.hlo.proto import (ProtoError, ProtoWriteError, module_from_bytes,
+                                      module_to_bytes)
     from neuron_sim.hlo.proto.compare import first_difference
 
     try:
@@ -47,7 +48,11 @@ def round_trip_problem(path: Path) -> str | None:
         data = module_to_bytes(module, with_config=True)
     except ProtoWriteError as exc:
         return f"not writable: {exc}".replace(f"{REPO}/", "")[:160]
-    problem = first_difference(module, module_from_bytes(data, str(path)))
+    try:
+        back = module_from_bytes(data, str(path))
+    except ProtoError as exc:
+        return f"not readable back: {exc}".replace(f"{REPO}/", "")[:160]
+    problem = first_difference(module, back)
     return problem.replace(f"{REPO}/", "")[:160] if problem else None
 
 
