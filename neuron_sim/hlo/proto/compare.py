@@ -78,6 +78,10 @@ def _raw_key(name: str, text: str, frames: Any = None) -> Any:
                 pass
         if name == "operand_precision":
             return "".join(text.split()).lower()
+        if name == "backend_config" and text.startswith('"') and text.endswith('"'):
+            return tf.unescape(text[1:-1])  # the same bytes, written as a quoted string
+        if name == "backend_config":
+            return text
         if name == "operand_layout_constraints":
             from neuron_sim.hlo.parser import parse_shape
 

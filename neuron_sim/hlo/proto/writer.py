@@ -183,8 +183,11 @@ def _write_instruction(inst: HloInstruction, p: Any, comp_ids: dict, ids: dict) 
     if inst.opcode is Opcode.CONSTANT and inst.literal is not None:
         literal_to_proto(inst.literal, p.literal)
     called = inst.called_computations
-    if inst.opcode is Opcode.WHILE and "body" in inst.attrs and "condition" in inst.attrs:
-        called = [inst.attrs["body"], inst.attrs["condition"]]
+    # XLA's order of the called computations, whatever order the text wrote them in.
+    for first, second in (("body", "condition"), ("true_computation", "false_computation"),
+                          ("select", "scatter")):
+        if first in inst.attrs and second in inst.attrs:
+            called = [inst.attrs[first], inst.attrs[second]]
     p.called_computation_ids.extend(comp_ids[c] for c in called)
     if inst.opcode is Opcode.COMPARE and "type" not in inst.attrs:
         p.comparison_type = _default_comparison(inst)
