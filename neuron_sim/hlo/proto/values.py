@@ -83,6 +83,9 @@ def shape_from_proto(message: Any, depth: int = 0) -> Shape:
     if dynamic and len(dynamic) != len(dims):
         raise ShapeProtoError(f"shape {et.spelling}{list(dims)} has {len(dynamic)} dynamic "
                               f"flags for {len(dims)} dimensions")
+    if dynamic:
+        # XLA marks an unbounded dimension dynamic; the IR writes it '?' (not '<=?').
+        dynamic = tuple(flag and d != UNBOUNDED for flag, d in zip(dynamic, dims))
     layout = None
     if message.HasField("layout") and et.is_array_type:
         layout = layout_from_proto(message.layout, len(dims), et)
@@ -127,8 +130,9 @@ def shape_to_proto(shape: Shape, message: Any) -> None:
         return
     message.element_type = PRIMITIVE_TYPES[shape.element_type]
     message.dimensions.extend(_UNBOUNDED_SIZE if d == UNBOUNDED else d for d in shape.dims)
-    if any(shape.dynamic):
-        message.is_dynamic_dimension.extend(shape.dynamic)
+    if any(shape.dynamic) or UNBOUNDED in shape.dims:
+        message.is_dynamic_dimension.extend(flag or d == UNBOUNDED
+                                            for flag, d in zip(shape.dynamic, shape.dims))
     if shape.is_array:
         # XLA reads an array without a layout as having the default one, and refuses one
         # whose layout differs from its literal's: every array is written with its layout.

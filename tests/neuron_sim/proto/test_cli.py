@@ -88,3 +88,19 @@ def test_bad_protos_are_one_sentence_and_exit_2(pb, mutate, says, capsys) -> Non
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and says in err and str(pb) in err, err
     assert main(["run", str(pb), "--seed", "1"]) == 2
+
+
+def test_an_unbounded_dimension_reads_as_the_text_question_mark(tmp_path, capsys) -> None:
+    """XLA marks an unbounded dimension dynamic (is_dynamic_dimension) with size INT64_MIN;
+    it reads as the text's ``?``, which run refuses in one sentence (found by the hostile
+    campaign: read as ``<=?`` it reached the interpreter and failed there)."""
+    pb = DATA / "proto" / "xla" / "hlo_verifier_test" / "UnboundedDynamism.pb"
+    from neuron_sim.hlo.proto import read_module_file
+
+    assert "f32[?,784]" in read_module_file(pb).to_text()
+    text_code = main(["run", str(DATA / "xla" / "hlo_verifier_test" / "UnboundedDynamism.hlo"),
+                      "--seed", "1"])
+    capsys.readouterr()
+    assert main(["run", str(pb), "--seed", "1"]) == text_code
+    err = capsys.readouterr().err
+    assert "negative dimension" in err and "internal error" not in err
