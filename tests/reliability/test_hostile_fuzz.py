@@ -93,7 +93,7 @@ def test_proto_mutants_are_deterministic_and_mutated():
 def test_mutated_protos_never_trace_back_or_crash():
     """Truncated, bit-flipped, re-typed, huge-length and field-damaged HloModuleProto files
     through check (and run, for those that still check): one sentence, exit 0/1/2."""
-    report = fuzz.proto_campaign(300, 30, seed=0)
-    assert report.counts["check"] == 300
-    assert report.codes["check:2"] > 200  # most mutants are refused, as they should be
+    report = fuzz.proto_campaign(200, 20, seed=0)
+    assert report.counts["check"] == 200
+    assert report.codes["check:2"] > 150  # most mutants are refused, as they should be
     assert not report.failures, "\n".join(fuzz.summary(report))
