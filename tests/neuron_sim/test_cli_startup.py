@@ -23,8 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 
 # What only some commands need: the verifier and its campaigns, the passes, the proofs' z3,
-# property testing, plotting, MPI, the terminal tables.
-HEAVY = ("verify", "passes", "z3", "hypothesis", "matplotlib", "mpi4py", "rich")
+# property testing, plotting, MPI, the terminal tables, protobuf (binary modules only), XLA.
+HEAVY = ("verify", "passes", "z3", "hypothesis", "matplotlib", "mpi4py", "rich", "google",
+         "jax", "jaxlib")
 
 
 # ``python -m neuron_sim.cli ARGV`` as it starts (runpy is what -m uses), writing at exit every

@@ -14,13 +14,15 @@ import os
 import zlib
 from typing import Any
 
-from google.protobuf.message import DecodeError
+from typing import TYPE_CHECKING
 
 from neuron_sim.errors import UserError
-from neuron_sim.hlo.ir import HloModule
-from neuron_sim.hlo.proto.reader import ProtoReadError, module_from_proto
-from neuron_sim.hlo.proto.schema import message_class
-from neuron_sim.hlo.proto.text_forms import ProtoFormError
+
+if TYPE_CHECKING:
+    from neuron_sim.hlo.ir import HloModule
+
+# protobuf, the schema and the reader are imported by module_from_bytes, when a file is binary:
+# reading HLO text (every command's start-up) never pays for them.
 
 GZIP_MAGIC = b"\x1f\x8b"
 # The most a gzip-compressed module may expand to (a bomb is refused, not unpacked).
@@ -60,6 +62,8 @@ def _unpack(data: bytes, path: str) -> bytes:
 
 
 def _parse(cls_name: str, data: bytes) -> Any:
+    from neuron_sim.hlo.proto.schema import message_class
+
     message = message_class(cls_name)()
     message.ParseFromString(data)
     return message
@@ -68,6 +72,11 @@ def _parse(cls_name: str, data: bytes) -> Any:
 def module_from_bytes(data: bytes, path: str = "<bytes>") -> HloModule:
     """The IR module of serialized HloModuleProto / HloProto / HloModuleProtoWithConfig bytes
     (gzip-compressed or not). Raises ProtoError naming ``path``."""
+    from google.protobuf.message import DecodeError
+
+    from neuron_sim.hlo.proto.reader import ProtoReadError, module_from_proto
+    from neuron_sim.hlo.proto.text_forms import ProtoFormError
+
     data = _unpack(data, path)
     if not data:
         raise ProtoError(f"{path}: the file is empty")
