@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 from collections import OrderedDict
 from typing import Any
@@ -36,6 +37,9 @@ CACHED_EXECUTABLES = 16
 # about four times; the HLO pipeline (where XLA decides what an HLO computes) is unchanged.
 FAST_COMPILE = [("xla_backend_optimization_level", 0), ("xla_cpu_use_fusion_emitters", False),
                 ("xla_cpu_experimental_ynn_fusion_type", "")]
+# jaxlib refuses a debug option it does not have (jaxlib 0.12 has no
+# xla_cpu_use_fusion_emitters): such a speed option is dropped, never the module.
+UNKNOWN_OPTION = re.compile(r"No such compile option: '([\w.]+)'")
 
 
 class Worker:
@@ -59,6 +63,7 @@ class Worker:
         self.backend = xla_bridge.get_backend("cpu")
         self.devices = self.backend.devices()
         self.executables: OrderedDict[tuple, Any] = OrderedDict()
+        self.unknown: set[str] = set()  # FAST_COMPILE options this jaxlib does not know
 
     def executable(self, text: str, replicas: int, partitions: int,
                    assignment: tuple[tuple[int, ...], ...], fast: bool = False) -> Any:
@@ -80,12 +85,19 @@ class Worker:
             build.use_spmd_partitioning = True
             build.use_shardy_partitioner = False
             overrides.append(("xla_disable_hlo_passes", DISABLED_PASSES))
-        options.env_option_overrides = overrides
         options.device_assignment = self.xla.DeviceAssignment.create(
             np.array(assignment, dtype=np.int64).reshape(replicas, partitions))
-        devices = [self.devices[d] for row in assignment for d in row]
-        executable = self.backend.compile_and_load(stablehlo, self.xla.DeviceList(tuple(devices)),
-                                                   options)
+        devices = self.xla.DeviceList(tuple(self.devices[d] for row in assignment for d in row))
+        while True:
+            options.env_option_overrides = [o for o in overrides if o[0] not in self.unknown]
+            try:
+                executable = self.backend.compile_and_load(stablehlo, devices, options)
+                break
+            except Exception as error:  # a speed option this jaxlib does not have: drop it
+                unknown = UNKNOWN_OPTION.search(str(error))
+                if unknown is None or unknown.group(1) not in {n for n, _ in FAST_COMPILE}:
+                    raise
+                self.unknown.add(unknown.group(1))
         self.executables[key] = executable
         if len(self.executables) > CACHED_EXECUTABLES:
             self.executables.popitem(last=False)

@@ -224,6 +224,13 @@ def test_an_integer_difference_is_not_excused_by_a_multiply_add():
         is None
 
 
+def jaxlib_version() -> tuple[int, ...]:
+    """The installed jaxlib's (major, minor): XLA bugs are fixed from one release to the next."""
+    from importlib.metadata import version
+
+    return tuple(int(part) for part in version("jaxlib").split(".")[:2])
+
+
 @needs_jaxlib
 def test_the_two_meshes_case_is_the_known_xla_bug():
     """tests/data/xla_oracle/two_meshes/README.md derives 28 on every replica for %all and
@@ -233,6 +240,9 @@ def test_the_two_meshes_case_is_the_known_xla_bug():
     assert ours[0].tolist() == [28] * 8
     assert ours[1].tolist() == [12, 16] * 4
     assert theirs[1].tolist() == [12, 16] * 4
+    if jaxlib_version() >= (0, 12):  # fixed there (seen with jaxlib 0.12.0.1)
+        assert theirs[0].tolist() == [28] * 8
+        return
     assert theirs[0].tolist() == [1, 1, 5, 5, 9, 9, 13, 13]  # jaxlib 0.10.2's wrong result
     comparison = compare_outputs(module, ours, theirs)
     assert explain(module, topology, comparison, ours, theirs) == SEVERAL_MESHES
@@ -266,7 +276,9 @@ def test_outputs_that_differ_for_different_known_reasons_are_explained_together(
     ours = execute(module, inputs, topology).outputs
     assert ours[0][3, 12, 0] == 0 and ours[5][3, 12, 0] == 0
     outcome = OracleRun(shared_xla(4)).outcome(module, topology, inputs)
-    assert outcome.klass == f"{SEVERAL_MESHES} + {NON_IDENTITY_INIT}"
+    # jaxlib 0.12 reads out4's groups on the right mesh: only the init difference is left.
+    assert outcome.klass == (NON_IDENTITY_INIT if jaxlib_version() >= (0, 12)
+                             else f"{SEVERAL_MESHES} + {NON_IDENTITY_INIT}")
 
 
 # --------------------------------------------------------------------------------------------
