@@ -16,6 +16,7 @@ from neuron_sim.topology import Topology
 from neuron_sim.interpreter.arguments import prepare_arguments
 from neuron_sim.interpreter.backends import make_transport
 from neuron_sim.interpreter.evaluator import Deadline, Evaluator
+from neuron_sim.interpreter.errors import Unimplemented
 from neuron_sim.interpreter.memory import require_memory
 from neuron_sim.interpreter.values import Value, leaves, output_rows
 
@@ -81,6 +82,18 @@ def _header_topology(replica_count: int, num_partitions: int) -> Topology:
     return Topology(replica_count, num_partitions)
 
 
+def _require_static_sizes(module: HloModule) -> None:
+    """Refuse, naming the instruction, a module with an unbounded dynamic dimension
+    (``f32[<=?,4]``, ``f32[?,4]``): XLA's verifier accepts such shapes (StableHLO emits them
+    before shape refinement), but a value of one has no size to execute with."""
+    for comp in module.computations:
+        for inst in comp.instructions:
+            if any(d < 0 for leaf in inst.shape.leaves() if leaf.is_array for d in leaf.dims):
+                raise Unimplemented(
+                    "unbounded dynamic dimensions",
+                    f"{inst.shape} has no size until the dimension is bounded or refined", inst)
+
+
 def execute(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] | None = None,
             topology: Topology | None = None, backend: str = "local", seed: int | None = None,
             *, time_limit: float | None = None, max_memory: int | None = None) -> RunResult:
@@ -94,6 +107,7 @@ def execute(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] |
     if topology is None:
         topology = _header_topology(module.replica_count, module.num_partitions)
     num_devices = topology.num_devices
+    _require_static_sizes(module)
     if max_memory is not None:
         require_memory(module, topology, max_memory)
     deadline = None if time_limit is None else Deadline(time_limit)
