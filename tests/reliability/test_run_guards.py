@@ -52,6 +52,23 @@ ENTRY main {
 }
 """
 
+HUGE_REDUCED = """HloModule huge
+
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+
+ENTRY main {
+  c = f32[] constant(1)
+  b = f32[100000,100000] broadcast(c), dimensions={}
+  n = f32[100000,100000] negate(b)
+  z = f32[] constant(0)
+  ROOT r = f32[] reduce(n, z), dimensions={0,1}, to_apply=add
+}
+"""
+
 # 10 MB of replicated data (a broadcast of a constant) reduced to a scalar.
 SHARED = """HloModule shared
 
@@ -197,13 +214,24 @@ def test_values_the_same_on_every_device_are_counted_once(cli, tmp_path):
 
 def test_verify_refuses_a_source_over_the_memory_limit_before_drawing_inputs(cli, tmp_path):
     """The same estimate and sentence as run's, before any input is drawn (inputs for a huge
-    parameter were a MemoryError): exit 2."""
-    hlo = write(tmp_path, "m.hlo", HUGE.replace("SIZE", "100000"))
+    parameter were a MemoryError): exit 2 — for a pair the proof on symbolic positions cannot
+    take instead (a reduce: issue 26 proves the index-uniform ones, the next test)."""
+    hlo = write(tmp_path, "m.hlo", HUGE_REDUCED)
     code, out, err = cli("verify", hlo, hlo, "--max-memory", "8G")
     assert code == 2 and out == ""
     assert one_error_line(err) == (
-        f"neuron-sim: error: {hlo}: running it on topology 1x1 needs about 112 GiB for 1 device, "
-        "more than the limit of 8 GiB (--max-memory)")
+        f"neuron-sim: error: {hlo}: running it on topology 1x1 needs about 149 GiB for 1 device, "
+        "more than the limit of 8 GiB (--max-memory); the proof on symbolic positions, which "
+        "executes nothing, does not apply: %r: reduce has no model on symbolic positions")
+
+
+def test_verify_proves_an_index_uniform_pair_over_the_memory_limit(cli, tmp_path):
+    """f32[100000,100000] (37 GiB a value) negated: too large to execute under 8 GiB, but the
+    same at every position, so verify proves it on symbolic positions instead of refusing."""
+    hlo = write(tmp_path, "m.hlo", HUGE.replace("SIZE", "100000"))
+    code, out, err = cli("verify", hlo, hlo, "--max-memory", "8G")
+    assert code == 0, err
+    assert "Result: CORRECT (proved for all inputs" in out
 
 
 # --------------------------------------------------------------------------------------------
