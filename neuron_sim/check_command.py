@@ -118,7 +118,8 @@ def module_files(paths: list[str]) -> list[str]:
 def _topology(args: argparse.Namespace, module: HloModule) -> tuple[Topology, bool]:
     """The topology options' topology, else the header's, the counts the header leaves out
     inferred from the collectives; and whether anything was inferred."""
-    return topology_from_args(args, module), inferred_topology(args, module) is not None
+    inferred = inferred_topology(args, module)
+    return (inferred, True) if inferred is not None else (topology_from_args(args, module), False)
 
 
 @dataclass

@@ -63,22 +63,28 @@ def pipeline_entries(name: str, skip: Iterable[str] = ()) -> list[tuple[int, str
     return [(number, key) for number, key in entries if key not in skipped]
 
 
-def left_out(name: str, given: Mapping[str, str], skip: Iterable[str] = ()) -> list[str]:
-    """The lines saying which passes of pipeline ``name`` stay out because an option they need
+def absent_keys(name: str, given: Mapping[str, str], skip: Iterable[str] = ()) -> list[str]:
+    """The keys of pipeline ``name`` (less ``skip``) that stay out because the option they need
     to join (``pipeline_only_with``) is not among the user's options ``given``."""
-    lines = []
+    absent = []
     for _, key in pipeline_entries(name, skip):
         cls = pass_class(key)
         needed = cls.pipeline_only_with
         if needed and not option_given(given, key, cls.__name__, needed):
-            lines.append(f"{key}: left out of {name}: no {needed} given "
-                         f"(--pass-option {key}.{needed}=... runs it)")
-    return lines
+            absent.append(key)
+    return absent
+
+
+def left_out(name: str, given: Mapping[str, str], skip: Iterable[str] = ()) -> list[str]:
+    """One line per pass ``absent_keys`` names, for a command to report beside its result."""
+    return [f"{key}: left out of {name}: no {pass_class(key).pipeline_only_with} given "
+            f"(--pass-option {key}.{pass_class(key).pipeline_only_with}=... runs it)"
+            for key in absent_keys(name, given, skip)]
 
 
 def named_pipeline(name: str, skip: Iterable[str] = (),
                    given: Mapping[str, str] | None = None) -> list[HloPass]:
     """New instances of pipeline ``name``'s passes, in order (``pipeline_entries``), less those
-    that ``left_out`` names for the user's options ``given``."""
-    absent = {line.split(":", 1)[0] for line in left_out(name, given or {}, skip)}
+    that ``absent_keys`` names for the user's options ``given``."""
+    absent = set(absent_keys(name, given or {}, skip))
     return [get_pass(key) for _, key in pipeline_entries(name, skip) if key not in absent]
