@@ -7,7 +7,6 @@ numbers and ml_dtypes' (bfloat16, the float8 family), which numpy reports as kin
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
 
@@ -17,6 +16,10 @@ def is_float_dtype(dtype: np.dtype) -> bool:
         return True
     if dtype.kind in "iub":
         return False
+    if dtype.type.__module__.split(".")[0] != "ml_dtypes":
+        return False  # ml_dtypes is imported before an array of one of its types exists
+    import ml_dtypes
+
     try:
         ml_dtypes.finfo(dtype)
     except (ValueError, TypeError):

@@ -1,15 +1,44 @@
 """HLO element types and their numpy counterparts.
 
 numpy has no bf16, f8 or sub-byte integers; ml_dtypes provides them. A type ml_dtypes lacks in the
-installed version still parses and prints; only asking for its numpy dtype fails.
+installed version still parses and prints; only asking for its numpy dtype fails. ml_dtypes is
+imported on the first use of a narrow type (``ml_dtypes_module``), not with this module: its
+import costs more CPU than all of ``neuron-sim run`` of an f32 module, and an array of one of
+its types cannot exist before it is imported.
 """
 
 from __future__ import annotations
 
 import enum
+from types import ModuleType
+from typing import Any
 
-import ml_dtypes
 import numpy as np
+
+
+def ml_dtypes_module() -> ModuleType:
+    """The ml_dtypes package, imported on first use (see the module docstring)."""
+    import ml_dtypes
+
+    return ml_dtypes
+
+
+def finfo(dtype: Any) -> Any:
+    """Float limits of ``dtype``: numpy's ``finfo`` for numpy's own floats, ml_dtypes' for the
+    narrow ones (which only ml_dtypes knows)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "fc":
+        return np.finfo(dtype)
+    return ml_dtypes_module().finfo(dtype)
+
+
+def iinfo(dtype: Any) -> Any:
+    """Integer limits of ``dtype``: numpy's ``iinfo`` for numpy's own integers, ml_dtypes' for
+    the sub-byte ones."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        return np.iinfo(dtype)
+    return ml_dtypes_module().iinfo(dtype)
 
 
 class Kind(enum.Enum):
@@ -106,6 +135,7 @@ class ElementType(enum.Enum):
             raise TypeError(f"{self.spelling} has no array representation")
         if hasattr(np, self._numpy_name) and self._numpy_name in _NUMPY_NATIVE:
             return np.dtype(getattr(np, self._numpy_name))
+        ml_dtypes = ml_dtypes_module()
         dtype = getattr(ml_dtypes, self._numpy_name, None)
         if dtype is None:
             raise TypeError(
@@ -127,15 +157,24 @@ class ElementType(enum.Enum):
 
     @classmethod
     def from_numpy(cls, dtype: np.dtype) -> "ElementType":
-        """The element type whose numpy dtype is ``dtype`` (the first in declaration order)."""
+        """The element type whose numpy dtype is ``dtype`` (the first in declaration order).
+        numpy's own dtypes are looked up without importing ml_dtypes (no narrow type shares
+        one); any other dtype completes the table with ml_dtypes' types."""
+        dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
         if not _FROM_NUMPY:
             for et in cls:
-                if et.is_array_type:
+                if et._numpy_name in _NUMPY_NATIVE:
+                    _FROM_NUMPY.setdefault(et.numpy_dtype, et)
+        found = _FROM_NUMPY.get(dtype)
+        if found is None and not _FROM_NUMPY_COMPLETE:
+            _FROM_NUMPY_COMPLETE.append(True)
+            for et in cls:
+                if et.is_array_type and et._numpy_name not in _NUMPY_NATIVE:
                     try:
                         _FROM_NUMPY.setdefault(et.numpy_dtype, et)
                     except TypeError:  # a narrow type this ml_dtypes lacks
                         continue
-        found = _FROM_NUMPY.get(dtype if isinstance(dtype, np.dtype) else np.dtype(dtype))
+            found = _FROM_NUMPY.get(dtype)
         if found is None:
             raise KeyError(f"no HLO element type for numpy dtype {np.dtype(dtype)}")
         return found
@@ -143,6 +182,7 @@ class ElementType(enum.Enum):
 
 _NUMPY_DTYPES: dict[ElementType, np.dtype] = {}
 _FROM_NUMPY: dict[np.dtype, ElementType] = {}
+_FROM_NUMPY_COMPLETE: list[bool] = []  # holds True once ml_dtypes' types are in _FROM_NUMPY
 _NUMPY_NATIVE = {"bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                  "float16", "float32", "float64", "complex64", "complex128"}
 _FLOATS_WITH_INF = {ElementType.BF16, ElementType.F16, ElementType.F32, ElementType.F64,

@@ -11,11 +11,10 @@ import math
 import re
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from neuron_sim.errors import UserError
-from neuron_sim.hlo.dtypes import ElementType, Kind
+from neuron_sim.hlo.dtypes import ElementType, Kind, finfo, iinfo
 from neuron_sim.hlo.shapes import ArrayShape, Shape, TupleShape
 
 
@@ -318,7 +317,7 @@ def _to_array(shape: ArrayShape, flat: list) -> np.ndarray:
     et = shape.element_type
     dtype = et.numpy_dtype
     if et.is_integral and flat:
-        info = ml_dtypes.iinfo(dtype) if dtype.kind == "V" else np.iinfo(dtype)
+        info = iinfo(dtype)
         low, high = min(flat), max(flat)
         if et is ElementType.U64 and -2 ** 63 <= low < 0 and high < 2 ** 63:
             return np.array(flat, dtype=np.int64).view(np.uint64).reshape(shape.dims)
@@ -332,7 +331,7 @@ def _to_array(shape: ArrayShape, flat: list) -> np.ndarray:
             narrow = wide.astype(dtype)
             lost = np.isfinite(wide) & ~np.isfinite(narrow.astype(np.float64))
         if lost.any():
-            info = ml_dtypes.finfo(dtype)
+            info = finfo(dtype)
             raise LiteralError(f"value {wide[lost][0]:g} is out of range for literal's "
                                f"primitive type {et.spelling.upper()} namely "
                                f"[{float(info.min):g}, {float(info.max):g}]")
@@ -357,7 +356,7 @@ class _PayloadNan(float):
 def _nan_payload_bits(et: ElementType) -> int:
     """XLA's NanPayloadBits: the mantissa width of the types with signaling NaNs (the IEEE-like
     types, those with infinities), 0 for the others."""
-    return int(ml_dtypes.finfo(et.numpy_dtype).nmant) if et.has_inf else 0
+    return int(finfo(et.numpy_dtype).nmant) if et.has_inf else 0
 
 
 def _check_nan_payload(et: ElementType, payload: int) -> None:

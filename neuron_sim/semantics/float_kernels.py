@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-import ml_dtypes
 import numpy as np
 
-from neuron_sim.hlo.dtypes import ElementType
+from neuron_sim.hlo.dtypes import ElementType, finfo
 from neuron_sim.semantics.element_kinds import element_type_of, is_narrow_float_type
 
 __all__ = ["F32", "F64", "complex_abs", "complex_add", "complex_multiply", "complex_sign",
@@ -185,7 +184,7 @@ def reduce_precision_array(x: np.ndarray, exponent_bits: int, mantissa_bits: int
     et = element_type_of(x.dtype)
     if et not in (ElementType.F64, ElementType.F32, ElementType.F16, ElementType.BF16):
         raise ValueError(f"reduce-precision is not defined for {et.spelling}")
-    info = ml_dtypes.finfo(x.dtype) if et is ElementType.BF16 else np.finfo(x.dtype)
+    info = finfo(x.dtype)
     total = x.dtype.itemsize * 8
     source_mantissa = int(info.nmant)
     source_exponent = total - 1 - source_mantissa

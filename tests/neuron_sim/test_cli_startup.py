@@ -73,14 +73,37 @@ def test_run_help_imports_run_s_parser_but_not_the_interpreter_nor_numpy():
     assert "neuron_sim.interpreter.evaluator" not in modules and "neuron_sim.interpreter.run_handler" not in modules
 
 
+# What a run of an f32 module does not need: ml_dtypes (the narrow float and integer types;
+# its import alone cost more CPU than the whole run).
+NOT_FOR_F32 = ("ml_dtypes",)
+
+
 def test_a_run_imports_nothing_the_run_does_not_use(tmp_path):
     hlo = tmp_path / "tiny.hlo"
     hlo.write_text("HloModule tiny\n\nENTRY main {\n  x = f32[4] parameter(0)\n"
                    "  ROOT y = f32[4] negate(x)\n}\n")
     modules = imported_by("run", str(hlo), "--seed", "0", "-o", str(tmp_path / "out.npz"))
     assert "neuron_sim.interpreter.evaluator" in modules
-    assert loaded(modules, HEAVY) == []
+    assert loaded(modules, HEAVY + NOT_FOR_F32) == []
     assert (tmp_path / "out.npz").exists()
+
+
+def test_a_bf16_run_imports_ml_dtypes_when_it_needs_it(tmp_path):
+    """The other side of the lazy import: a module with a narrow type still runs (its dtype
+    comes from ml_dtypes, imported on first use) and writes its output. The expected sum is
+    exact in bf16: 1.5 + 2 = 3.5 and -2 + 0.25 = -1.75 need at most 3 significant bits."""
+    hlo = tmp_path / "narrow.hlo"
+    hlo.write_text("HloModule narrow\n\nENTRY main {\n  a = bf16[2] constant({1.5, -2})\n"
+                   "  b = bf16[2] constant({2, 0.25})\n  ROOT y = bf16[2] add(a, b)\n}\n")
+    out = tmp_path / "out.npz"
+    modules = imported_by("run", str(hlo), "-o", str(out))
+    assert "ml_dtypes" in modules
+    import ml_dtypes
+    import numpy as np
+
+    with np.load(out) as saved:
+        values = saved["out0"].view(ml_dtypes.bfloat16).astype(np.float32)
+    assert values.tolist() == [[3.5, -1.75]]
 
 
 def test_check_help_imports_the_hlo_reader_alone():
