@@ -12,10 +12,10 @@ concrete per-device number (the ordinary op runs), so device-dependent offsets i
 - an elementwise op builds application terms (``TermTable.intern``), select and clamp included
   (a predicate on data is a term like any other: it decides no indexing);
 - reduce, dot, all-reduce and reduce-scatter by add / multiply / min / max / and / or / xor build
-  multiset terms; the collectives run through the same transport and data functions
-  (``neuron_sim.semantics.collectives``) as numbers do, with a reducer (``SymbolicReduction``)
-  that folds a group's positions into one multiset (the ``fold_positions`` seam of
-  ``reductions``);
+  multiset terms; the collectives (``neuron_sim.proofs.symbolic.collectives``) run through the
+  same transport and data functions (``neuron_sim.semantics.collectives``) as numbers do, with a
+  reducer (``SymbolicReduction``) that folds a group's positions into one multiset (the
+  ``fold_positions`` seam of ``reductions``);
 - an input-dependent value that would decide indexing or control flow (a start index, gather
   indices, a while condition, a conditional's selector, sort keys) raises
   ``SymbolicUnsupported`` naming the instruction.
@@ -35,47 +35,16 @@ from neuron_sim.topology import Topology
 from neuron_sim.interpreter.backends.local import LocalTransport
 from neuron_sim.interpreter.errors import InterpreterError
 from neuron_sim.interpreter.evaluator import Deadline, Evaluator, Frame, OpContext
-from neuron_sim.interpreter.ops.control import zeros_value
 from neuron_sim.interpreter.ops.reduce import binary_reducer
 from neuron_sim.interpreter.ops.shape import from_physical, to_physical
 from neuron_sim.proofs.symbolic.terms import NONE, TermTable
 from neuron_sim.semantics.elementwise import is_commutative, reduces_as_multiset
-from neuron_sim.interpreter.transport import CollectiveCall, collective_kind
-from neuron_sim.semantics.collectives.descriptor import SymbolicForm
-from neuron_sim.semantics.collectives.reading import read_collective
+from neuron_sim.interpreter.transport import collective_kind
+from neuron_sim.proofs.symbolic.collectives import SymbolicReduction, symbolic_collective
+from neuron_sim.proofs.symbolic.values import Symbolic, SymbolicUnsupported, has_symbolic
 from neuron_sim.interpreter.values import TOKEN, PerDevice, Replicated, TupleValue, Value
 
 __all__ = ["Symbolic", "SymbolicEvaluator", "SymbolicReduction", "SymbolicUnsupported"]
-
-
-class SymbolicUnsupported(InterpreterError):
-    """Symbolic execution cannot continue: an input-dependent value decides indexing or control
-    flow there, or the op has no symbolic model. ``reason`` says which."""
-
-
-class Symbolic:
-    """An input-dependent array value: int64 term handles, ``[n, *shape]`` per row or ``shape``
-    when the same on every row."""
-
-    __slots__ = ("handles", "replicated")
-
-    def __init__(self, handles: np.ndarray, replicated: bool) -> None:
-        self.handles = handles
-        self.replicated = replicated
-
-    @property
-    def batched(self) -> np.ndarray:
-        return self.handles[None] if self.replicated else self.handles
-
-    def __repr__(self) -> str:
-        return f"Symbolic({list(self.handles.shape)}, replicated={self.replicated})"
-
-
-def has_symbolic(value: Value) -> bool:
-    """True if ``value`` (any leaf of a tuple) is input-dependent."""
-    if isinstance(value, TupleValue):
-        return any(has_symbolic(e) for e in value.elements)
-    return isinstance(value, Symbolic)
 
 
 # Ops whose every operand is data that moves (handles in, handles out).
@@ -96,31 +65,6 @@ _UNSUPPORTED_REASONS = {
     Opcode.WHILE: "the while condition depends on the inputs",
     Opcode.CONDITIONAL: "the conditional's branch depends on the inputs",
 }
-
-
-class SymbolicReduction:
-    """A reassociable reduction on term handles: ``fold_positions`` folds all positions of a
-    group into one multiset term (``semantics.collectives.reductions`` calls it instead of a
-    left fold);
-    called as ``combine(acc, x)`` it folds two."""
-
-    def __init__(self, table: TermTable, opcode: Opcode, element_type: ElementType,
-                 tag: str = "") -> None:
-        self.table = table
-        et = element_type
-        repeat = None
-        if opcode is Opcode.ADD and not tag and et is not ElementType.PRED:
-            multiply = table.operator(("apply", Opcode.MULTIPLY, et, (et, et), ()),
-                                      commutative=is_commutative(Opcode.MULTIPLY))
-            repeat = (multiply, et.numpy_dtype, et.is_integral)
-        self.op = table.multiset_operator((opcode, et, tag) if tag else (opcode, et),
-                                          repeat=repeat)
-
-    def fold_positions(self, items: Sequence[np.ndarray]) -> np.ndarray:
-        return self.table.multiset(self.op, np.stack(np.broadcast_arrays(*items), axis=-1))
-
-    def __call__(self, acc: np.ndarray, item: np.ndarray) -> np.ndarray:
-        return self.fold_positions([acc, item])
 
 
 class SymbolicEvaluator(Evaluator):
@@ -695,65 +639,8 @@ class SymbolicEvaluator(Evaluator):
 
     # -- collectives -----------------------------------------------------------------------------
     def _collective(self, ctx: OpContext, args: list[Value]) -> Value:
-        """The collective on handles, as its descriptor says: a reduction folds each group into
-        one term (``SymbolicForm.FOLD_MULTISET``), every other kind moves handles; operands that
-        decide indexing (``index_operands``) must be concrete and travel as numbers."""
-        inst = ctx.inst
-        if not ctx.frame.is_device_frame:
-            raise SymbolicUnsupported("a collective inside a computation applied elementwise")
-        reading = read_collective(inst, self.topology)
-        descriptor = reading.descriptor
-        wrapped = descriptor.wraps(inst.opcode)
-        result_shape = descriptor.result_shape(inst.opcode, inst.shape)
-        leaves = result_shape.elements if isinstance(result_shape, TupleShape) \
-            else (result_shape,)
-        combine = None
-        if descriptor.symbolic is SymbolicForm.FOLD_MULTISET:
-            computation = inst.get("to_apply")
-            combine = self._reduction_of(computation, leaves[0].element_type)
-            if combine is None:
-                self._symbolic_calls += 1
-                combine = self._make_symbolic(computation)
-        rows = []
-        for position, value in enumerate(args):
-            if value is TOKEN:
-                continue
-            if position in descriptor.index_operands:
-                self._require_concrete(value, f"operand {position} of {inst.opcode.spelling} "
-                                              "decides indexing and depends on the inputs")
-                numbers = value.array if isinstance(value, PerDevice) else value.array[None]
-                rows.append(np.broadcast_to(numbers, (ctx.n, *numbers.shape[1:])))
-                continue
-            handles = self.handles_of(value, np.int64)
-            rows.append(np.broadcast_to(handles, (ctx.n, *handles.shape[1:])))
-        call = CollectiveCall(kind=collective_kind(inst), operands=rows,
-                              active=tuple(int(d) for d in ctx.frame.devices),
-                              groups=reading.groups, dim=reading.dim, pairs=reading.pairs,
-                              combine=combine, label=inst.name,
-                              reduction=binary_reducer(inst.get("to_apply"))
-                              if combine is not None else None)
-        try:
-            outputs = self.transport.collective(call, None)
-        finally:
-            if combine is not None and not isinstance(combine, SymbolicReduction):
-                self._symbolic_calls -= 1
-        results = []
-        for leaf, out in zip(leaves, outputs):
-            out = np.asarray(out)
-            filled = out == 0
-            if filled.any():
-                zero = self.table.constants(np.zeros(1, leaf.element_type.numpy_dtype))[0]
-                out = np.where(filled, zero, out)
-            if out.shape[0] and (out == out[:1]).all():
-                results.append(Symbolic(np.array(out[0]), True))
-            else:
-                results.append(Symbolic(out, False))
-        value = TupleValue(results) if isinstance(result_shape, TupleShape) else results[0]
-        if not wrapped:
-            return value
-        operand_part = args[0] if len(args) == 1 else TupleValue(list(args))
-        return TupleValue([operand_part, value,
-                           *(zeros_value(s) for s in inst.shape.elements[2:])])
+        """The collective on handles (``neuron_sim.proofs.symbolic.collectives``)."""
+        return symbolic_collective(self, ctx, args)
 
 
 MAX_OPAQUE_INPUTS = 1 << 20    # operand elements an opaque term may stand for, per row

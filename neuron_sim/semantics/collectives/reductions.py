@@ -15,7 +15,8 @@ Conventions (docs/semantics.md §3 is the authority):
   bit for bit.
 - A ``combine`` with a ``fold_positions(values)`` method (the symbolic evaluator's reducer,
   which folds a whole group into one canonical term) is handed all n positions at once instead
-  of being folded pairwise.
+  of being folded pairwise: one gathered array ``(groups, n, *elements)``, the group position
+  on axis 1, from which it returns ``(groups, *elements)``.
 - ``combine`` must be elementwise: it receives two arrays of equal shape and dtype and returns
   one array of that shape. The shape it sees is an implementation detail (a group axis is
   prepended, and large operands are folded in flattened chunks), so it must not depend on it.
@@ -192,7 +193,7 @@ def _fold_columns(
             )
     elif hasattr(combine, "fold_positions"):
         (x,) = xs
-        parts = (combine.fold_positions([x[(table[:, i], *window)] for i in range(n)]),)
+        parts = (combine.fold_positions(x[(table, *window)]),)
     else:
         (x,) = xs
         parts = (_fold_by_accumulate(x, table, combine, window)
