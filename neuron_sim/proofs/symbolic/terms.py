@@ -41,9 +41,10 @@ _K4 = np.uint64(0xFF51AFD7ED558CCD)
 
 
 def _mix(op: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """A 64-bit hash of each row (only chooses a slot: keys are compared exactly)."""
-    h = op.astype(np.uint64) * _K1
-    h ^= a.view(np.uint64) * _K2
+    """A 64-bit hash of each row (only chooses a slot: keys are compared exactly). ``op`` may
+    be one operator for every row (a one-element array)."""
+    h = a.view(np.uint64) * _K2
+    h ^= op.astype(np.uint64) * _K1
     h ^= b.view(np.uint64) * _K3
     h ^= h >> np.uint64(29)
     h *= _K4
@@ -80,6 +81,7 @@ class TermTable:
         self._pool_size = 0
         self._commutative: set[int] = set()
         self._repeat: dict[int, tuple] = {}
+        self._variables: dict[tuple, np.ndarray] = {}
         filler = self.operator(("zero-fill",))
         self.intern(filler, np.zeros(1, np.int64), np.zeros(1, np.int64))
 
@@ -131,9 +133,8 @@ class TermTable:
         operator as a scalar. The first probe runs over every row without an index array;
         later probes only over the rows still unresolved (few: the table is at most half
         full)."""
-        n = len(a)
         mask = np.int64(len(self._slots) - 1)
-        position = (_mix(np.full(n, op, np.int64), a, b) & np.uint64(mask)).view(np.int64)
+        position = (_mix(np.full(1, op, np.int64), a, b) & np.uint64(mask)).view(np.int64)
         slot = self._slots[position]
         occupied = slot >= 0
         safe = np.where(occupied, slot, 0)
@@ -218,12 +219,26 @@ class TermTable:
                   shape: tuple[int, ...]) -> np.ndarray:
         """Fresh input variables: ``[len(devices), *shape]`` (one per device and element), or
         ``shape`` when ``devices`` is None (one per element, the same on every device)."""
+        fresh = ("variable", *signature) not in self._operator_ids
         op = self.operator(("variable", *signature))
+        rows = np.full(1, -1, np.int64) if devices is None else np.asarray(devices, np.int64)
+        key = (op, rows.tobytes(), tuple(shape))
+        known = self._variables.get(key)
+        if known is not None:  # the second module of a proof asks for the same inputs
+            return known
         elements = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64)
-        if devices is None:
-            return self.intern(op, np.full(1, -1, np.int64), elements).reshape(shape)
-        rows = np.asarray(devices, np.int64)[:, None]
-        return self.intern(op, rows, elements[None, :]).reshape(len(rows), *shape)
+        a = np.repeat(rows, len(elements))
+        b = np.tile(elements, len(rows))
+        if fresh and len(np.unique(rows)) == len(rows):
+            # a new operator has no rows yet and these are all distinct: nothing to look up
+            handles = self._append(np.full(len(a), op, np.int64), a, b)
+        else:
+            handles = self.intern(op, a, b)
+        handles = handles.reshape(shape) if devices is None else \
+            handles.reshape(len(rows), *shape)
+        handles.flags.writeable = False
+        self._variables[key] = handles
+        return handles
 
     # -- reductions ------------------------------------------------------------------------------
     def multiset(self, op: int, children: np.ndarray) -> np.ndarray:
@@ -261,7 +276,7 @@ class TermTable:
         width = matrix.shape[1]
         valid = np.arange(width)[None, :] < lengths[:, None]
         columns = np.broadcast_to(np.arange(width, dtype=np.int64), matrix.shape)
-        hashes = _mix(np.full(matrix.shape, op, np.int64), matrix, columns)
+        hashes = _mix(np.full(1, op, np.int64), matrix, columns)
         fingerprint = np.where(valid, hashes, np.uint64(0)).sum(axis=1, dtype=np.uint64)
         fingerprint = fingerprint.view(np.int64)
         result = np.empty(len(lengths), np.int64)

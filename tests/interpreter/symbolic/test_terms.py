@@ -148,3 +148,47 @@ def test_complex_scalar_constants_are_terms_of_both_halves():
     vector = table.constants(np.array([1 + 0j], np.complex64))
     other = table.constants(np.array(1 + 1j, np.complex64))
     assert scalar.shape == () and int(scalar) == int(vector[0]) != int(other)
+
+
+def test_variables_are_distinct_fresh_rows_and_the_same_when_asked_again():
+    """A per-device leaf of 3 devices x 4 elements: 12 distinct handles, each the row
+    (variable op, device, element); asking again (the second module of a proof) gives the same
+    handles; another signature, or the same signature replicated, gives other variables; and
+    interning a variable's row directly finds the handle the fast path created."""
+    table = TermTable(capacity=16)
+    devices = np.arange(3)
+    x = table.variables(("x", "f32", 0), devices, (2, 2))
+    assert x.shape == (3, 2, 2) and len(set(x.ravel().tolist())) == 12
+    assert np.array_equal(table.variables(("x", "f32", 0), devices, (2, 2)), x)
+    y = table.variables(("y", "f32", 0), devices, (2, 2))
+    shared = table.variables(("x", "f32", 0), None, (2, 2))
+    assert not set(y.ravel().tolist()) & set(x.ravel().tolist())
+    assert not set(shared.ravel().tolist()) & set(x.ravel().tolist())
+    op = table.row(int(x[2, 1, 0]))[0]
+    assert op == ("variable", "x", "f32", 0) and table.row(int(x[2, 1, 0]))[1:] == (2, 2)
+    (found,) = table.intern(table.operator(op), np.array([2]), np.array([2]))
+    assert found == x[2, 1, 0]
+
+
+def test_a_groups_positions_fold_into_one_multiset_whatever_their_order():
+    """``SymbolicReduction.fold_positions`` on ``(groups, n, elements)``: per group and element
+    the multiset of its n positions — the same handles for the positions in any order, other
+    handles when one group's position holds another value, and the handle a pairwise fold of
+    the same leaves reaches (multisets of one op flatten)."""
+    from neuron_sim.hlo import ElementType, Opcode
+    from neuron_sim.proofs.symbolic.collectives import SymbolicReduction
+
+    table = TermTable()
+    reduce = SymbolicReduction(table, Opcode.MAXIMUM, ElementType.F32)
+    x = table.variables(("x", "f32", 0), np.arange(6), (3,))   # 6 devices, 3 elements
+    groups = np.array([[0, 2, 4], [1, 3, 5]])
+    folded = reduce.fold_positions(x[groups])
+    assert folded.shape == (2, 3) and len(set(folded.ravel().tolist())) == 6
+    assert np.array_equal(reduce.fold_positions(x[groups[:, ::-1]]), folded)
+    pairwise = reduce(reduce(x[groups[:, 0]], x[groups[:, 1]]), x[groups[:, 2]])
+    assert np.array_equal(pairwise, folded)
+    changed = x[groups].copy()
+    changed[1, 0, 2] = x[0, 0]
+    other = reduce.fold_positions(changed)
+    assert np.array_equal(other[0], folded[0]) and np.array_equal(other[1, :2], folded[1, :2])
+    assert other[1, 2] != folded[1, 2]
