@@ -23,7 +23,6 @@ files of writes in progress and ends the process with the command's sentence and
 from __future__ import annotations
 
 import contextlib
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
@@ -81,9 +80,11 @@ def _set_z3_quiet(module: object) -> None:
         set_param("ctrl_c", False)
 
 
-class _Z3Loaded(importlib.abc.MetaPathFinder):
+class _Z3Loaded:
     """An import hook that runs ``_set_z3_quiet`` right after the ``z3`` package is loaded
-    (it finds nothing itself: the real finders load z3, this one wraps their loader)."""
+    (it finds nothing itself: the real finders load z3, this one wraps their loader). A meta
+    path finder needs only ``find_spec``; it does not subclass ``importlib.abc.MetaPathFinder``,
+    whose import (importlib.resources, tempfile, shutil) every command would pay for."""
 
     def find_spec(self, name: str, path: object = None, target: object = None
                   ) -> importlib.machinery.ModuleSpec | None:

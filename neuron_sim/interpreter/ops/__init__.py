@@ -1,19 +1,16 @@
-"""Op semantics, one module per op family; importing this package fills the op table.
+"""Op semantics, one module per op family, each registered in the op table as it is imported.
 
-An opcode with no entry in ``REGISTRY`` raises ``Unimplemented`` naming it when executed.
+A family is imported on the first lookup of one of its opcodes in ``REGISTRY`` (``registry.py``
+lists which family executes which opcodes), so that a run pays only for the families its module
+uses. An opcode with no entry in ``REGISTRY`` raises ``Unimplemented`` naming it when executed.
 """
 
 from __future__ import annotations
 
-import importlib
-
 from neuron_sim.interpreter.ops.registry import REGISTRY, OpImplementation, implements
+from neuron_sim.interpreter.ops.registry import FAMILIES as _FAMILY_OPCODES
 
-# The op families, in one place. Each module registers its ops with @implements.
-FAMILIES = ("elementwise", "shape", "indexing", "reduce", "linalg", "control", "random",
-            "collective", "custom_call", "batch_norm", "send_recv")
-
-for _family in FAMILIES:
-    importlib.import_module(f"neuron_sim.interpreter.ops.{_family}")
+# The op families, in one place (the modules of this package that register ops).
+FAMILIES = tuple(_FAMILY_OPCODES)
 
 __all__ = ["FAMILIES", "REGISTRY", "OpImplementation", "implements"]

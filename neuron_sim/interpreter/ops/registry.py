@@ -8,14 +8,55 @@ Two calling conventions, chosen per registration:
   result is replicated (all operands were) and checks its shape and dtype against the HLO shape.
 - value ops (``values=True``): ``fn(ctx, *operands)`` receives and returns ``Value`` objects;
   for control flow, tuples, collectives and the device-identity ops.
+
+The op families register themselves when imported, and each is imported on the first lookup
+of one of its opcodes (``REGISTRY`` is a ``neuron_sim.lazy.LazyTable``): a run of an
+elementwise module does not import the collectives, the convolutions or the sort. ``FAMILIES``
+says which family module executes which opcodes; registering an opcode from another module is
+an error raised at import, and a test holds the table equal to the registrations.
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Callable
 
-from neuron_sim.hlo import Opcode
+from neuron_sim.hlo.opcodes import Opcode
+from neuron_sim.lazy import LazyTable
+
+_PACKAGE = "neuron_sim.interpreter.ops"
+
+# Each op family (a module of this package) and the opcodes it executes, by Opcode name.
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "elementwise": (
+        "ABS", "NEGATE", "SIGN", "FLOOR", "CEIL", "ROUND_NEAREST_AFZ", "ROUND_NEAREST_EVEN",
+        "SQRT", "RSQRT", "CBRT", "EXP", "EXPM1", "LOG", "LOG1P", "LOGISTIC", "TANH", "SIN",
+        "COS", "TAN", "ERF", "ACOS", "ACOSH", "ASIN", "ASINH", "ATAN", "ATANH", "COSH", "SINH",
+        "NOT", "POPCNT", "CLZ", "IS_FINITE", "REAL", "IMAG", "COMPLEX", "ADD", "SUBTRACT",
+        "MULTIPLY", "DIVIDE", "REMAINDER", "POWER", "MAXIMUM", "MINIMUM", "ATAN2", "MULHI", "AND",
+        "OR", "XOR", "SHIFT_LEFT", "SHIFT_RIGHT_LOGICAL", "SHIFT_RIGHT_ARITHMETIC", "COMPARE",
+        "SELECT", "CLAMP", "CONVERT", "BITCAST_CONVERT", "REDUCE_PRECISION"),
+    "shape": (
+        "CONSTANT", "IOTA", "BROADCAST", "RESHAPE", "DYNAMIC_RESHAPE", "TRANSPOSE", "SLICE",
+        "CONCATENATE", "REVERSE", "PAD", "COPY", "DOMAIN", "BITCAST", "TUPLE",
+        "GET_TUPLE_ELEMENT", "OPTIMIZATION_BARRIER", "ADD_DEPENDENCY", "AFTER_ALL",
+        "GET_DIMENSION_SIZE", "SET_DIMENSION_SIZE"),
+    "indexing": ("DYNAMIC_SLICE", "DYNAMIC_UPDATE_SLICE", "GATHER", "SCATTER"),
+    "reduce": ("REDUCE", "REDUCE_WINDOW", "SELECT_AND_SCATTER", "SORT", "TOPK"),
+    "linalg": ("DOT", "CONVOLUTION"),
+    "control": ("FUSION", "CALL", "MAP", "WHILE", "CONDITIONAL", "ASYNC_START", "ASYNC_UPDATE",
+                "ASYNC_DONE", "COPY_START", "COPY_DONE"),
+    "random": ("RNG_BIT_GENERATOR", "RNG", "RNG_GET_AND_UPDATE_STATE"),
+    "collective": (
+        "PARTITION_ID", "REPLICA_ID", "ALL_REDUCE", "ALL_REDUCE_START", "ALL_REDUCE_DONE",
+        "ALL_GATHER", "ALL_GATHER_START", "ALL_GATHER_DONE", "REDUCE_SCATTER", "ALL_TO_ALL",
+        "RAGGED_ALL_TO_ALL", "COLLECTIVE_PERMUTE", "COLLECTIVE_PERMUTE_START",
+        "COLLECTIVE_PERMUTE_DONE", "COLLECTIVE_BROADCAST"),
+    "custom_call": ("CUSTOM_CALL",),
+    "batch_norm": ("BATCH_NORM_TRAINING", "BATCH_NORM_INFERENCE", "BATCH_NORM_GRAD"),
+    "send_recv": ("SEND", "RECV", "SEND_DONE", "RECV_DONE"),
+}
 
 
 @dataclass(frozen=True)
@@ -25,7 +66,15 @@ class OpImplementation:
     values: bool
 
 
-REGISTRY: dict[Opcode, OpImplementation] = {}
+def _import_family(module: str) -> None:
+    importlib.import_module(module)
+
+
+REGISTRY: LazyTable = LazyTable(
+    {Opcode[name]: f"{_PACKAGE}.{family}" for family, names in FAMILIES.items()
+     for name in names},
+    _import_family)
+"""Opcode -> OpImplementation; an opcode's family is imported on its first lookup."""
 
 
 def implements(*opcodes: Opcode, values: bool = False) -> Callable[[Callable], Callable]:
@@ -33,10 +82,15 @@ def implements(*opcodes: Opcode, values: bool = False) -> Callable[[Callable], C
 
     def register(fn: Callable) -> Callable:
         for opcode in opcodes:
-            if opcode in REGISTRY:
+            owner = REGISTRY.owner_of(opcode)
+            if owner is not None and owner != fn.__module__:
+                raise RuntimeError(f"{opcode.spelling} is implemented in {fn.__module__}, but "
+                                   f"the op table lists it under {owner} (ops/registry.py)")
+            if dict.__contains__(REGISTRY, opcode):
                 raise RuntimeError(f"{opcode.spelling} is implemented twice: "
-                                   f"{REGISTRY[opcode].fn.__module__} and {fn.__module__}")
-            REGISTRY[opcode] = OpImplementation(opcode, fn, values)
+                                   f"{dict.__getitem__(REGISTRY, opcode).fn.__module__} and "
+                                   f"{fn.__module__}")
+            dict.__setitem__(REGISTRY, opcode, OpImplementation(opcode, fn, values))
         return fn
 
     return register
