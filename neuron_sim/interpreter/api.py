@@ -18,6 +18,7 @@ from neuron_sim.interpreter.backends import make_transport
 from neuron_sim.interpreter.evaluator import Deadline, Evaluator
 from neuron_sim.interpreter.errors import Unimplemented
 from neuron_sim.interpreter.memory import require_memory
+from neuron_sim.interpreter.module_facts import ModuleFacts, facts_of
 from neuron_sim.interpreter.values import Value, leaves, output_rows
 
 __all__ = ["RunResult", "execute", "run"]
@@ -82,16 +83,16 @@ def _header_topology(replica_count: int, num_partitions: int) -> Topology:
     return Topology(replica_count, num_partitions)
 
 
-def _require_static_sizes(module: HloModule) -> None:
+def _require_static_sizes(facts: ModuleFacts) -> None:
     """Refuse, naming the instruction, a module with an unbounded dynamic dimension
     (``f32[<=?,4]``, ``f32[?,4]``): XLA's verifier accepts such shapes (StableHLO emits them
-    before shape refinement), but a value of one has no size to execute with."""
-    for comp in module.computations:
-        for inst in comp.instructions:
-            if any(d < 0 for leaf in inst.shape.leaves() if leaf.is_array for d in leaf.dims):
-                raise Unimplemented(
-                    "unbounded dynamic dimensions",
-                    f"{inst.shape} has no size until the dimension is bounded or refined", inst)
+    before shape refinement), but a value of one has no size to execute with. (The module's
+    facts name the first such instruction; they are kept while the module is unchanged.)"""
+    inst = facts.unbounded
+    if inst is not None:
+        raise Unimplemented(
+            "unbounded dynamic dimensions",
+            f"{inst.shape} has no size until the dimension is bounded or refined", inst)
 
 
 def execute(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] | None = None,
@@ -107,13 +108,14 @@ def execute(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] |
     if topology is None:
         topology = _header_topology(module.replica_count, module.num_partitions)
     num_devices = topology.num_devices
-    _require_static_sizes(module)
+    facts = facts_of(module)
+    _require_static_sizes(facts)
     if max_memory is not None:
         require_memory(module, topology, max_memory)
     deadline = None if time_limit is None else Deadline(time_limit)
     args = prepare_arguments(module, topology, inputs, seed)
     evaluator = Evaluator(module, topology, make_transport(backend, num_devices), seed,
-                          deadline)
+                          deadline, facts=facts)
     result = evaluator.run_entry(args)
     values = list(leaves(result))
     outputs = _owned_outputs([output_rows(v, num_devices) for v in values])

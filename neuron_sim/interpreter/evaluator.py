@@ -27,89 +27,21 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from neuron_sim.hlo import ElementType, HloComputation, HloInstruction, HloModule, Opcode
-from neuron_sim.hlo.shapes import ArrayShape, Shape, TupleShape
+from neuron_sim.hlo import HloComputation, HloInstruction, HloModule, Opcode
+from neuron_sim.hlo.shapes import ArrayShape
 from neuron_sim.topology import Topology
 
+from neuron_sim.interpreter.context import Frame, OpContext, wrap_result
 from neuron_sim.interpreter.errors import ExecutionError, ExecutionTimeout, InterpreterError, Unimplemented
-from neuron_sim.interpreter.limits import require_call_depth
+from neuron_sim.interpreter.limits import MAX_CALL_DEPTH, require_call_depth
+from neuron_sim.interpreter.module_facts import ModuleFacts, facts_of
 from neuron_sim.interpreter.ops import REGISTRY
 from neuron_sim.interpreter.ops.cache import ComputationCache
 from neuron_sim.interpreter.ops.elementwise import direct_ufunc
+from neuron_sim.interpreter.plan import Plan
 from neuron_sim.interpreter.transport import Transport
-from neuron_sim.interpreter.values import (TOKEN, PerDevice, Replicated, TupleValue, Value, batched,
+from neuron_sim.interpreter.values import (PerDevice, Replicated, TupleValue, Value, batched,
                                 compacted, numpy_dtype)
-
-
-class Frame:
-    """The rows a computation is evaluated for.
-
-    ``devices``: flattened device ids of the rows (ascending), or None when the rows are the
-    elements of an elementwise application of a scalar computation.
-    """
-
-    __slots__ = ("devices", "n")
-
-    def __init__(self, devices: np.ndarray | None, n: int | None = None) -> None:
-        self.devices = devices
-        self.n = len(devices) if devices is not None else int(n or 0)
-
-    @property
-    def is_device_frame(self) -> bool:
-        return self.devices is not None
-
-    def subset(self, rows: np.ndarray) -> "Frame":
-        """The frame of the rows ``rows`` (indices into this frame's rows)."""
-        if self.devices is None:
-            return Frame(None, len(rows))
-        return Frame(self.devices[rows])
-
-    def __repr__(self) -> str:
-        if self.devices is None:
-            return f"Frame({self.n} elements)"
-        return f"Frame(devices={self.devices.tolist()})"
-
-
-class OpContext:
-    """What an op implementation may use: the instruction, the frame and the evaluator."""
-
-    __slots__ = ("evaluator", "inst", "frame")
-
-    def __init__(self, evaluator: "Evaluator", inst: HloInstruction, frame: Frame) -> None:
-        self.evaluator = evaluator
-        self.inst = inst
-        self.frame = frame
-
-    @property
-    def shape(self) -> Shape:
-        return self.inst.shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        """The numpy dtype of the (array) result."""
-        return numpy_dtype(self.inst.shape.element_type)
-
-    @property
-    def n(self) -> int:
-        return self.frame.n
-
-    def attr(self, name: str, default=None):
-        return self.inst.attrs.get(name, default)
-
-    def call(self, computation: HloComputation, args: Sequence[Value],
-             frame: Frame | None = None) -> Value:
-        """Evaluate ``computation`` on ``args`` for this frame (or ``frame``)."""
-        return self.evaluator.evaluate(computation, args, frame or self.frame)
-
-    def elementwise(self, computation: HloComputation) -> Callable[..., object]:
-        """``computation`` (scalar parameters) as a function applied elementwise to arrays."""
-        return self.evaluator.elementwise(computation)
-
-    @staticmethod
-    def unify(*arrays: np.ndarray) -> list[np.ndarray]:
-        """Broadcast the row axes of batched arrays to their common size (views, no copies)."""
-        n = max(a.shape[0] for a in arrays)
-        return [a if a.shape[0] == n else np.broadcast_to(a, (n, *a.shape[1:])) for a in arrays]
 
 
 _Plan = list[tuple[HloInstruction, tuple[HloInstruction, ...], tuple[HloInstruction, ...], object,
@@ -160,8 +92,12 @@ class Evaluator:
     """Executes computations of one module on one topology through one transport."""
 
     def __init__(self, module: HloModule, topology: Topology, transport: Transport,
-                 seed: int | None = None, deadline: Deadline | None = None) -> None:
-        require_call_depth(module)
+                 seed: int | None = None, deadline: Deadline | None = None, *,
+                 facts: ModuleFacts | None = None) -> None:
+        """``facts``: ``facts_of(module)`` when the caller has just obtained them."""
+        facts = self._facts = facts if facts is not None else facts_of(module)
+        if facts.call_depth > MAX_CALL_DEPTH:
+            require_call_depth(module)
         self.module = module
         self.deadline = earliest(deadline, _AMBIENT_DEADLINE.get())
         self.topology = topology
@@ -173,6 +109,8 @@ class Evaluator:
         self.device_instructions = 0  # instructions x devices they ran for (device frames only)
         self.cache: dict[str, dict] = {}  # per-instruction facts ops compute once
         self._plans: dict[HloComputation, _Plan] = {}
+        self._compiled: dict[HloComputation, Plan] = {}
+        self._walk = type(self)._execute is not Evaluator._execute
         self._elementwise: dict[HloComputation, Callable[..., object]] = {}
 
     # -- computations ----------------------------------------------------------------------
@@ -185,7 +123,21 @@ class Evaluator:
 
     def evaluate(self, computation: HloComputation, args: Sequence[Value], frame: Frame
                  ) -> Value:
-        """The value of ``computation``'s root given its parameters' values."""
+        """The value of ``computation``'s root given its parameters' values.
+
+        Runs the computation's compiled plan (``neuron_sim.interpreter.plan``); an evaluator
+        whose class overrides how one instruction executes (``_execute``) walks the
+        computation instruction by instruction instead, so that override sees every one."""
+        if self._walk:
+            return self._evaluate_walking(computation, args, frame)
+        plan = self._compiled.get(computation)
+        if plan is None:
+            plan = self._compiled[computation] = self._facts.plan(computation)
+        return plan.run(self, frame, args, self.deadline)
+
+    def _evaluate_walking(self, computation: HloComputation, args: Sequence[Value],
+                          frame: Frame) -> Value:
+        """``evaluate`` one instruction at a time through ``_execute``."""
         plan = self._plans.get(computation)
         if plan is None:
             plan = self._plans[computation] = plan_of(computation)
@@ -232,6 +184,16 @@ class Evaluator:
         liveness). The result is written into the first of them whose memory nothing else
         can reach (``reusable_buffer``), so that a large elementwise op on a value just
         produced (a gathered gigabyte, say) does not hold two copies at once."""
+        result = self._direct_call(ufunc, args, donors)
+        if result is not None:
+            self.instructions_executed += 1
+            if frame.devices is not None:
+                self.device_instructions += frame.n
+        return result
+
+    def _direct_call(self, ufunc: np.ufunc, args: list[Value], donors: tuple[int, ...] = ()
+                     ) -> Value | None:
+        """``_execute_direct`` without counting the instruction (a plan counts its own)."""
         arrays = []
         replicated = True
         for value in args:
@@ -242,9 +204,6 @@ class Evaluator:
                 return None
             arrays.append(value.array)
         value = None  # the loop's last operand: no reference to it may outlive the loop
-        self.instructions_executed += 1
-        if frame.devices is not None:
-            self.device_instructions += frame.n
         out = None
         for position in donors:  # the size test here: small ops pay no call
             if arrays[position].nbytes >= IN_PLACE_MIN_BYTES:
@@ -410,36 +369,6 @@ def _unbatch(value: Value, shape: tuple[int, ...], size: int) -> object:
     if isinstance(value, PerDevice):
         return value.array.reshape(shape)
     raise InterpreterError(f"an elementwise computation returned {value!r}")
-
-
-def wrap_result(shape: Shape, result, replicated: bool, n: int) -> Value:
-    """Turn an array op's batched result into a Value, checking it against the HLO shape."""
-    if isinstance(shape, TupleShape):
-        if not isinstance(result, (list, tuple)) or len(result) != len(shape.elements):
-            raise InterpreterError(f"internal error: op returned {type(result).__name__} for "
-                                   f"tuple shape {shape}")
-        return TupleValue([wrap_result(s, r, replicated, n)
-                           for s, r in zip(shape.elements, result)])
-    element_type = shape.element_type
-    if element_type is ElementType.TOKEN:
-        return TOKEN
-    array = np.asarray(result)
-    dtype = numpy_dtype(element_type)
-    if array.dtype != dtype:
-        array = array.astype(dtype)
-    if array.shape[1:] != shape.dims or array.ndim != len(shape.dims) + 1:
-        raise InterpreterError(f"internal error: op produced shape {list(array.shape[1:])}, "
-                               f"the instruction's shape is {shape}")
-    rows = array.shape[0]
-    if replicated:
-        if rows != 1:
-            raise InterpreterError(f"internal error: replicated operands gave {rows} rows")
-        return Replicated(array[0])
-    if rows != n:
-        if rows != 1:
-            raise InterpreterError(f"internal error: op produced {rows} rows for {n} devices")
-        array = np.broadcast_to(array, (n, *array.shape[1:]))
-    return PerDevice(array)
 
 
 _PARAMETER = object()

@@ -1,0 +1,102 @@
+"""What every execute of a module needs to know about its structure, kept while it holds.
+
+An execute used to walk the whole module three times before running anything — the call depth
+(``limits``), unbounded dimensions (``api``), and each computation's plan check — and for the
+small modules of XLA's corpus those walks cost more than running them. ``facts_of(module)``
+keeps the results with a snapshot of what they were derived from, and one cheap pass per
+execute compares the module against the snapshot: the computation list, each computation's
+instruction list, every instruction's opcode, shape and operands (list comparisons that stop
+at the first difference, identity first), and every attribute that names a computation or a
+tuple index (compared by identity). Modules are mutable (passes rewrite them); any difference
+rebuilds the facts, and with them the plans.
+"""
+
+from __future__ import annotations
+
+import weakref
+from operator import attrgetter
+from typing import Any
+
+from neuron_sim.hlo import HloComputation, HloInstruction, HloModule, Opcode
+from neuron_sim.hlo.attributes import COMPUTATION_ATTRIBUTES
+
+from neuron_sim.interpreter.plan import Plan, plan_for
+
+_STRUCTURE = attrgetter("opcode", "shape", "operands")
+
+
+class ModuleFacts:
+    """A module's call depth, its first instruction with an unbounded dimension, and its
+    computations' plans, valid while ``current()``."""
+
+    __slots__ = ("module", "call_depth", "unbounded", "plans", "_entry", "_computations",
+                 "_snapshots", "_bound", "__weakref__")
+
+    def __init__(self, module: HloModule) -> None:
+        self.module = module
+        self._entry = module.entry
+        self._computations = list(module.computations)
+        self._snapshots = [(c, list(c.instructions),
+                            [_snapshot(i) for i in c.instructions]) for c in self._computations]
+        self._bound = [(i, key, value) for c in self._computations for i in c.instructions
+                       for key, value in _bound_attributes(i)]
+        self.call_depth = module.call_depth()
+        self.unbounded = _first_unbounded(module)
+        self.plans: dict[HloComputation, Plan] = {}
+
+    def current(self) -> bool:
+        """Whether the module still has the structure the facts were derived from."""
+        module = self.module
+        if module.entry is not self._entry or module.computations != self._computations:
+            return False
+        for computation, instructions, snapshot in self._snapshots:
+            order = computation.instructions
+            if order != instructions or list(map(_STRUCTURE, order)) != snapshot:
+                return False
+        for inst, key, value in self._bound:
+            if inst.attrs.get(key) is not value:
+                return False
+        return True
+
+    def plan(self, computation: HloComputation) -> Plan:
+        """``computation``'s plan (a computation of another module gets its own check)."""
+        plan = self.plans.get(computation)
+        if plan is None:
+            plan = plan_for(computation)
+            if computation in self._computations:
+                self.plans[computation] = plan
+        return plan
+
+
+def _snapshot(inst: HloInstruction) -> tuple:
+    return (inst.opcode, inst.shape, list(inst.operands))
+
+
+def _bound_attributes(inst: HloInstruction) -> list[tuple[str, Any]]:
+    attrs = inst.attrs
+    found = [(key, attrs[key]) for key in COMPUTATION_ATTRIBUTES.intersection(attrs)]
+    if inst.opcode is Opcode.GET_TUPLE_ELEMENT:
+        found.append(("index", attrs.get("index")))
+    return found
+
+
+def _first_unbounded(module: HloModule) -> HloInstruction | None:
+    for comp in module.computations:
+        for inst in comp.instructions:
+            if any(d < 0 for leaf in inst.shape.leaves() if leaf.is_array for d in leaf.dims):
+                return inst
+    return None
+
+
+_CACHE: "weakref.WeakKeyDictionary[HloModule, ModuleFacts]" = weakref.WeakKeyDictionary()
+
+
+def facts_of(module: HloModule) -> ModuleFacts:
+    """``module``'s facts: the kept ones while current, else new ones."""
+    facts = _CACHE.get(module)
+    if facts is None or not facts.current():
+        facts = _CACHE[module] = ModuleFacts(module)
+    return facts
+
+
+__all__ = ["ModuleFacts", "facts_of"]

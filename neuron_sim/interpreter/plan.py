@@ -1,0 +1,536 @@
+"""Execution plans: each computation compiled once into one Python function.
+
+The evaluator used to walk a computation instruction by instruction, looking up each op's
+implementation, building an ``OpContext``, checking and wrapping every result. For the small
+modules XLA's corpus is made of (a few dozen scalar or ``f32[8]`` instructions) that dispatch
+cost several times what the numpy calls themselves cost. A plan is the same walk written out
+once as straight-line Python source and compiled:
+
+- parameters, tuples and get-tuple-elements are local variable moves; a constant is its kept
+  value; fusions and calls are inlined (their instructions become steps of the caller's plan,
+  their parameters the caller's operands), so a fused computation costs no call at all;
+- ops that are one exact numpy call (``ops.elementwise.direct_ufunc``) run in *groups*: a run
+  of consecutive such instructions unwraps its inputs once, calls the ufuncs on the raw arrays
+  (replicated ones unbatched, per-device ones ``[n, *dims]``, so broadcasting lines them up)
+  and writes each result into the buffer of an intermediate of the group that has no later
+  use (``out=``) when it has the result's shape. A ufunc writes the same bits into a fresh
+  array or into ``out=``, element by element: nothing changes but the allocations;
+- every other op calls its registered implementation directly (no registry lookup), and its
+  result is checked and wrapped against the shape bound when the plan was built;
+- values die where their last user runs (``del``), so large intermediates are freed as early
+  as before, and an elementwise op on a large dead operand still writes into it
+  (``evaluator.reusable_buffer``);
+- the deadline is checked before every step, so a while loop still stops between iterations.
+
+A plan is cached per computation and rebuilt when the computation, a computation inlined into
+it, or an attribute the plan read has changed (``current``). Errors name the instruction they
+happened in, the innermost first, as before. A frame's kind (device rows or elements) is read
+at run time (the counts of device instructions); everything else is the same for both.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from neuron_sim.hlo import HloComputation, HloInstruction, Opcode
+from neuron_sim.hlo.shapes import ArrayShape
+
+from neuron_sim.interpreter.context import OpContext, wrap_result
+from neuron_sim.interpreter.errors import ExecutionError, InterpreterError, Unimplemented
+from neuron_sim.interpreter.ops import REGISTRY
+from neuron_sim.interpreter.ops.elementwise import direct_ufunc
+from neuron_sim.interpreter.values import TOKEN, PerDevice, Replicated, TupleValue, numpy_dtype
+
+# Inlining stops growing a plan past this many steps (a call tree of huge fusions is then
+# called instead of copied).
+INLINE_LIMIT = 4000
+
+
+@dataclass
+class _Node:
+    """One step of a plan before it is written out: ``inst`` computes variable ``out`` from the
+    variables ``ins`` (operand order)."""
+
+    inst: HloInstruction
+    out: int
+    ins: list[int]
+    kind: str  # "const", "tuple", "gte", "direct", "array", "value", "token", "call"
+    data: Any = None
+    group: int = -1  # direct ops: the group (run of consecutive direct ops) they belong to
+    donors: tuple[int, ...] = ()  # "donor" ops: operand positions it may write into
+
+
+@dataclass
+class _Builder:
+    """State while a computation (and what it inlines) is turned into nodes."""
+
+    nodes: list[_Node] = field(default_factory=list)
+    variables: int = 0
+    computed: set[int] = field(default_factory=set)  # variables computed by the plan itself
+    parameters: dict[int, HloInstruction] = field(default_factory=dict)  # var -> parameter
+    inlined: list[HloComputation] = field(default_factory=list)
+    bound: list[tuple[HloInstruction, str, Any]] = field(default_factory=list)
+    counted: int = 0  # instructions the plan executes, as the walk counted them
+
+    def variable(self) -> int:
+        self.variables += 1
+        return self.variables - 1
+
+
+_INLINED = {Opcode.FUSION: "calls", Opcode.CALL: "to_apply"}
+
+
+def _add_computation(builder: _Builder, computation: HloComputation, arguments: list[int] | None
+                     ) -> int:
+    """Nodes for ``computation`` with its parameters bound to ``arguments`` (None: the plan's
+    own parameters); returns the variable of its root."""
+    var_of: dict[HloInstruction, int] = {}
+    for inst in computation.instructions:
+        opcode = inst.opcode
+        if opcode is Opcode.PARAMETER:
+            number = inst.parameter_number
+            if arguments is None:
+                var = var_of[inst] = builder.variable()
+                builder.parameters[var] = inst
+            else:
+                var_of[inst] = arguments[number]
+            continue
+        ins = [var_of[o] for o in inst.operands]
+        builder.counted += 1
+        attribute = _INLINED.get(opcode)
+        if attribute is not None:
+            called = inst.attrs.get(attribute)
+            if isinstance(called, HloComputation) and \
+                    len(builder.nodes) + len(called.instructions) <= INLINE_LIMIT and \
+                    len(called.parameters) == len(ins) and \
+                    all(p.parameter_number < len(ins) for p in called.parameters):
+                builder.bound.append((inst, attribute, called))
+                builder.inlined.append(called)
+                var_of[inst] = _add_computation(builder, called, ins)
+                continue
+        out = var_of[inst] = builder.variable()
+        builder.computed.add(out)
+        builder.nodes.append(_node(builder, inst, out, ins))
+    return var_of[computation.root]
+
+
+def _node(builder: _Builder, inst: HloInstruction, out: int, ins: list[int]) -> _Node:
+    opcode = inst.opcode
+    if opcode is Opcode.CONSTANT:
+        return _Node(inst, out, ins, "const")
+    if opcode is Opcode.TUPLE:
+        return _Node(inst, out, ins, "tuple")
+    if opcode is Opcode.GET_TUPLE_ELEMENT and isinstance(inst.attrs.get("index"), int):
+        builder.bound.append((inst, "index", inst.attrs["index"]))
+        return _Node(inst, out, ins, "gte", inst.attrs["index"])
+    ufunc = direct_ufunc(inst)
+    if ufunc is not None:
+        return _Node(inst, out, ins, "direct", ufunc)
+    implementation = REGISTRY.get(opcode)
+    if implementation is None:
+        return _Node(inst, out, ins, "missing")
+    if implementation.values:
+        return _Node(inst, out, ins, "value", implementation.fn)
+    shape = inst.shape
+    if isinstance(shape, ArrayShape) and shape.is_array:
+        return _Node(inst, out, ins, "array",
+                     (implementation.fn, numpy_dtype(shape.element_type), tuple(shape.dims)))
+    return _Node(inst, out, ins, "array_any", implementation.fn)
+
+
+class Plan:
+    """A computation compiled (module docstring). ``run(evaluator, frame, args, deadline)``
+    returns the root's value."""
+
+    __slots__ = ("computation", "run", "source", "_structure", "_bound", "__weakref__")
+
+    def __init__(self, computation: HloComputation, run: Callable, source: str,
+                 structure: list[tuple], bound: list[tuple[HloInstruction, str, Any]]) -> None:
+        self.computation = computation
+        self.run = run
+        self.source = source
+        self._structure = structure
+        self._bound = bound
+
+    def current(self) -> bool:
+        """Whether every computation the plan was built from is unchanged (instructions,
+        their opcodes, shapes and operands) and every attribute it read still holds the same
+        object."""
+        for computation, instructions, opcodes, shapes, operands in self._structure:
+            order = computation.instructions
+            if instructions != order or opcodes != [i.opcode for i in order] \
+                    or shapes != [i.shape for i in order] \
+                    or operands != [i.operands for i in order]:
+                return False
+        for inst, name, value in self._bound:
+            if inst.attrs.get(name) is not value:
+                return False
+        return True
+
+
+def _structure(computation: HloComputation) -> tuple:
+    order = computation.instructions
+    return (computation, list(order), [i.opcode for i in order], [i.shape for i in order],
+            [list(i.operands) for i in order])
+
+
+_CACHE: "weakref.WeakKeyDictionary[HloComputation, Plan]" = weakref.WeakKeyDictionary()
+
+
+def plan_for(computation: HloComputation) -> Plan:
+    """``computation``'s plan: the cached one while it is current, else a new one."""
+    plan = _CACHE.get(computation)
+    if plan is None or not plan.current():
+        plan = _CACHE[computation] = compile_plan(computation)
+    return plan
+
+
+def compile_plan(computation: HloComputation) -> Plan:
+    """Build ``computation``'s plan (module docstring)."""
+    builder = _Builder()
+    root = _add_computation(builder, computation, None)
+    source, namespace = _write(computation, builder, root)
+    code = compile(source, f"<plan of {computation.name}>", "exec")
+    exec(code, namespace)  # noqa: S102 - source written above from the computation's structure
+    structure = [_structure(computation)] + [_structure(c) for c in dict.fromkeys(
+        builder.inlined)]
+    return Plan(computation, namespace["run"], source, structure, builder.bound)
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing the source.
+
+def _groups(nodes: list[_Node], builder: _Builder) -> None:
+    """Give each run of consecutive direct ops a group number; a direct op that may write into
+    a dead operand computed by a step that is not a direct op becomes a "donor" step of its
+    own (the evaluator's call decides, by reference counts, whether it does)."""
+    shape_of = {node.out: node.inst.shape for node in nodes}
+    kind_of = {node.out: node.kind for node in nodes}
+    last_use: dict[int, int] = {}
+    for position, node in enumerate(nodes):
+        for var in node.ins:
+            last_use[var] = position
+    for position, node in enumerate(nodes):
+        if node.kind != "direct":
+            continue
+        donors = tuple(
+            index for index, var in enumerate(node.ins)
+            if var in builder.computed and kind_of.get(var) not in ("direct", "const")
+            and last_use.get(var) == position and node.ins.count(var) == 1
+            and shape_of.get(var) == node.inst.shape)
+        if donors:
+            node.kind, node.donors = "donor", donors
+    group = -1
+    previous_direct = False
+    for node in nodes:
+        if node.kind == "direct":
+            if not previous_direct:
+                group += 1
+            node.group = group
+            previous_direct = True
+        else:
+            previous_direct = False
+
+
+def _write(computation: HloComputation, builder: _Builder, root: int
+           ) -> tuple[str, dict[str, Any]]:
+    nodes = builder.nodes
+    _groups(nodes, builder)
+    namespace: dict[str, Any] = {
+        "R": Replicated, "P": PerDevice, "TV": TupleValue, "TOKEN": TOKEN, "ndarray": np.ndarray,
+        "asarray": np.asarray, "mono": time.monotonic, "InterpreterError": InterpreterError,
+        "ExecutionError": ExecutionError, "wrap": _wrap_array, "wrap_any": _wrap_any,
+        "unbatched": _unbatched_args, "donate": _donating_call, "gte_error": _gte_error,
+        "params_error": _parameters_error, "COMP": computation, "OpContext": OpContext,
+        "missing": _missing, "RP": (Replicated, PerDevice)}
+    insts = [node.inst for node in nodes]
+    namespace["INSTS"] = insts
+
+    last_use: dict[int, int] = {}
+    for position, node in enumerate(nodes):
+        for var in node.ins:
+            last_use[var] = position
+    # Variables used after their group by a step outside it must exist as values.
+    group_of = {node.out: node.group for node in nodes if node.kind == "direct"}
+    needed_as_value: set[int] = {root}
+    for node in nodes:
+        for var in node.ins:
+            if var in group_of and (node.kind != "direct" or node.group != group_of[var]):
+                needed_as_value.add(var)
+    dead_after: dict[int, list[int]] = {}
+    for var, position in last_use.items():
+        if var != root:
+            dead_after.setdefault(position, []).append(var)
+
+    parameter_count = 1 + max((p.parameter_number for p in builder.parameters.values()),
+                              default=-1)
+    lines = ["def run(ev, frame, args, dl):"]
+    add = lines.append
+    if parameter_count:
+        add(f"    if len(args) < {parameter_count}: params_error(COMP, args)")
+    for var, inst in builder.parameters.items():
+        add(f"    v{var} = args[{inst.parameter_number}]")
+    add(f"    ev.instructions_executed += {builder.counted}")
+    add(f"    if frame.devices is not None: ev.device_instructions += {builder.counted} * frame.n")
+    if not nodes:
+        add(f"    return v{root}")
+        return "\n".join(lines) + "\n", namespace
+    add("    at = dl.at if dl is not None else None")
+    add("    n = frame.n")
+    add("    s = 0")
+    add("    try:")
+    body: list[str] = []
+    position = 0
+    while position < len(nodes):
+        node = nodes[position]
+        if node.kind == "direct":
+            end = position
+            while end < len(nodes) and nodes[end].kind == "direct" and \
+                    nodes[end].group == node.group:
+                end += 1
+            _write_group(body, namespace, nodes, position, end, builder, last_use,
+                         needed_as_value, dead_after)
+            position = end
+            continue
+        _write_step(body, namespace, node, position, builder, last_use)
+        for var in dead_after.get(position, ()):
+            body.append(f"del v{var}")
+        position += 1
+    lines.extend("        " + line for line in body)
+    add("    except InterpreterError as error:")
+    add("        if s >= 0: error.attach(INSTS[s])")
+    add("        raise")
+    add("    except Exception as error:")
+    add("        raise ExecutionError.wrapping(error, INSTS[s]) from error")
+    add(f"    return v{root}")
+    return "\n".join(lines) + "\n", namespace
+
+
+def _check(body: list[str], position: int) -> None:
+    body.append(f"s = {position}")
+    body.append("if at is not None and mono() > at: s = -1; dl.check()")
+
+
+def _write_step(body: list[str], namespace: dict[str, Any], node: _Node, position: int,
+                builder: _Builder, last_use: dict[int, int]) -> None:
+    i = position
+    _check(body, i)
+    ins = ", ".join(f"v{v}" for v in node.ins)
+    out = f"v{node.out}"
+    kind = node.kind
+    if kind == "const":
+        namespace[f"C{i}"] = OpContextless(node.inst)
+        namespace[f"F{i}"] = REGISTRY[Opcode.CONSTANT].fn
+        body.append(f"{out} = F{i}(C{i})")
+    elif kind == "tuple":
+        body.append(f"{out} = TV([{ins}])")
+    elif kind == "gte":
+        (var,) = node.ins
+        body.append(f"{out} = v{var}.elements[{node.data}] if type(v{var}) is TV else "
+                    f"gte_error()")
+    elif kind == "value":
+        namespace[f"F{i}"] = node.data
+        body.append(f"{out} = F{i}(OpContext(ev, INSTS[{i}], frame){', ' if ins else ''}{ins})")
+    elif kind == "missing":
+        body.append(f"{out} = missing(INSTS[{i}])")
+    elif kind == "donor":
+        # A direct op on an operand it may write into (its donors): the evaluator's call, which
+        # looks at reference counts; nothing here may hold another reference to the operands.
+        namespace[f"U{i}"] = node.data
+        namespace[f"D{i}"] = node.donors
+        body.append(f"{out} = donate(ev, U{i}, [{ins}], frame, D{i}, INSTS[{i}])")
+    elif kind == "array":
+        fn, dtype, dims = node.data
+        namespace[f"F{i}"] = fn
+        namespace[f"T{i}"] = dtype
+        namespace[f"S{i}"] = dims
+        body.append(f"r, rep = unbatched([{ins}])")
+        body.append(f"{out} = wrap(F{i}(OpContext(ev, INSTS[{i}], frame), *r), rep, n, T{i}, "
+                    f"S{i})")
+    else:  # array op with a tuple or token shape
+        namespace[f"F{i}"] = node.data
+        body.append(f"r, rep = unbatched([{ins}])")
+        body.append(f"{out} = wrap_any(INSTS[{i}], F{i}(OpContext(ev, INSTS[{i}], frame), "
+                    f"*r), rep, n)")
+
+
+def _write_group(body: list[str], namespace: dict[str, Any], nodes: list[_Node], start: int,
+                 end: int, builder: _Builder, last_use: dict[int, int],
+                 needed_as_value: set[int], dead_after: dict[int, list[int]]) -> None:
+    """A run of direct ops: one type test per outside input, then the ufuncs on raw arrays."""
+    members = nodes[start:end]
+    produced = {node.out for node in members}
+    fast = [(start + offset, node) for offset, node in enumerate(members)]
+    inputs: list[int] = []
+    for _, node in fast:
+        for var in node.ins:
+            if var not in produced and var not in inputs:
+                inputs.append(var)
+    # support[var]: the outside inputs a member's value depends on (replicated iff all are)
+    support: dict[int, frozenset[int]] = {var: frozenset((var,)) for var in inputs}
+    for _, node in fast:
+        support[node.out] = frozenset().union(*(support[v] for v in node.ins))
+    alive = set(produced)
+    first = fast[0][0]
+    _check(body, first)
+    test = " and ".join(f"type(v{v}) in RP" for v in inputs) or "True"
+    body.append(f"if {test}:")
+    inner: list[str] = []
+    for var in inputs:
+        inner.append(f"a{var} = v{var}.array")
+        inner.append(f"r{var} = type(v{var}) is R")
+    for position, node in fast:
+        i = position
+        namespace[f"U{i}"] = node.data
+        if position != first:
+            inner.append(f"s = {i}")
+            inner.append("if at is not None and mono() > at: s = -1; dl.check()")
+        args = ", ".join(f"a{v}" for v in node.ins)
+        flag = _flag(support[node.out])
+        # An intermediate of this group that dies here and has this result's shape takes it.
+        target = None
+        condition = None
+        for var in node.ins:
+            if var in produced and last_use.get(var) == position and \
+                    var not in needed_as_value:
+                if support[var] == support[node.out]:
+                    target, condition = var, None
+                    break
+                if target is None:
+                    # Same shape unless the intermediate is replicated and the result is not.
+                    target, condition = var, f"not {_flag(support[var])} or {flag}"
+        scalar = node.inst.shape.dims == ()
+        if target is None:
+            inner.append(f"a{node.out} = U{i}({args})")
+            if scalar:
+                inner.append(f"if type(a{node.out}) is not ndarray: "
+                             f"a{node.out} = asarray(a{node.out})")
+        elif condition is None:
+            inner.append(f"a{node.out} = U{i}({args}, out=a{target})")
+        else:
+            inner.append(f"if {condition}: a{node.out} = U{i}({args}, out=a{target})")
+            inner.append("else:")
+            inner.append(f"    a{node.out} = U{i}({args})")
+            if scalar:
+                inner.append(f"    if type(a{node.out}) is not ndarray: "
+                             f"a{node.out} = asarray(a{node.out})")
+        if node.out in needed_as_value:
+            inner.append(f"v{node.out} = R(a{node.out}) if {flag} else P(a{node.out})")
+        for var in dead_after.get(position, ()):
+            if var in produced:
+                inner.append(f"del a{var}")
+                alive.discard(var)
+            if var not in produced or var in needed_as_value:
+                inner.append(f"del v{var}")
+    # No raw array outlives the group: the values hold what later steps read.
+    for var in inputs + sorted(alive):
+        inner.append(f"del a{var}")
+    body.extend("    " + line for line in inner)
+    # Not every input is an array value: each op by the general path, which reports it.
+    body.append("else:")
+    slow: list[str] = []
+    for position, node in fast:
+        namespace[f"D{position}"] = ()
+        slow.append(f"s = {position}")
+        ins = ", ".join(f"v{v}" for v in node.ins)
+        slow.append(f"v{node.out} = donate(ev, U{position}, [{ins}], frame, (), "
+                    f"INSTS[{position}])")
+    for position, node in fast:
+        for var in dead_after.get(position, ()):
+            slow.append(f"del v{var}")
+    body.extend("    " + line for line in slow)
+
+
+def _flag(support: frozenset[int]) -> str:
+    return "(" + " and ".join(f"r{v}" for v in sorted(support)) + ")" if support else "True"
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers the plans call.
+
+class OpContextless:
+    """What the constant op reads of its context: the instruction only."""
+
+    __slots__ = ("inst",)
+
+    def __init__(self, inst: HloInstruction) -> None:
+        self.inst = inst
+
+
+def _unbatched_args(values: list) -> tuple[list[np.ndarray], bool]:
+    """The operands as batched arrays, and whether all are replicated."""
+    arrays = []
+    replicated = True
+    for value in values:
+        kind = type(value)
+        if kind is Replicated:
+            arrays.append(value.array[None])
+        elif kind is PerDevice:
+            arrays.append(value.array)
+            replicated = False
+        else:
+            raise InterpreterError(f"operand {len(arrays)} is {value!r}, not an array")
+    return arrays, replicated
+
+
+def _wrap_array(result: Any, replicated: bool, n: int, dtype: np.dtype,
+                dims: tuple[int, ...]) -> Replicated | PerDevice:
+    """An array op's batched result as a value, checked against the shape the plan bound."""
+    array = result if type(result) is np.ndarray else np.asarray(result)
+    if array.dtype != dtype:
+        array = array.astype(dtype)
+    shape = array.shape
+    if shape[1:] != dims or len(shape) != len(dims) + 1:
+        raise InterpreterError(f"internal error: op produced shape {list(shape[1:])}, "
+                               f"the instruction's shape is {list(dims)}")
+    rows = shape[0]
+    if replicated:
+        if rows != 1:
+            raise InterpreterError(f"internal error: replicated operands gave {rows} rows")
+        return Replicated(array[0])
+    if rows != n:
+        if rows != 1:
+            raise InterpreterError(f"internal error: op produced {rows} rows for {n} devices")
+        array = np.broadcast_to(array, (n, *shape[1:]))
+    return PerDevice(array)
+
+
+def _wrap_any(inst: HloInstruction, result: Any, replicated: bool, n: int):
+    return wrap_result(inst.shape, result, replicated, n)
+
+
+def _donating_call(evaluator: Any, ufunc: Any, args: list, frame: Any,
+                   donors: tuple[int, ...], inst: HloInstruction):
+    """A direct op by the evaluator's donating call (not counted again); the general path of
+    the op if an operand is not an array value."""
+    result = evaluator._direct_call(ufunc, args, donors)
+    if result is None:
+        evaluator.instructions_executed -= 1  # _execute counts it again
+        if frame.devices is not None:
+            evaluator.device_instructions -= frame.n
+        return evaluator._execute(inst, REGISTRY.get(inst.opcode), args, frame)
+    return result
+
+
+def _gte_error() -> Any:
+    raise InterpreterError("get-tuple-element of a non-tuple value")
+
+
+def _missing(inst: HloInstruction) -> Any:
+    raise Unimplemented(inst.opcode.spelling)
+
+
+def _parameters_error(computation: HloComputation, args: Any) -> None:
+    for inst in computation.parameters:
+        if inst.parameter_number >= len(args):
+            raise InterpreterError(
+                f"computation {computation.name} has parameter {inst.parameter_number} but "
+                f"was called with {len(args)} arguments", inst)
+
+
+__all__ = ["INLINE_LIMIT", "Plan", "compile_plan", "plan_for"]
