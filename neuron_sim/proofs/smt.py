@@ -51,6 +51,7 @@ z3 = LazyModule("z3")
 
 __all__ = ["CONTRACT_PREDICATES", "Decision", "MAX_PAIRS", "NoModel", "decide", "rule_of"]
 
+DEFINED = "defined!"      # the name prefix of fresh constants standing for a term
 MAX_PAIRS = 512            # distinct differing pairs z3 is asked about at most
 TIMEOUT_MS = 10_000        # z3's budget for one query
 JOINT_SHARE = 4            # several pairs: the joint query gets TIMEOUT_MS / JOINT_SHARE, then
@@ -148,6 +149,28 @@ class _Translator:
         self.dtypes: dict[int, ElementType] = {}
         self.variables: dict[str, tuple] = {}   # z3 name -> (signature, device, element)
         self.bits: dict[int, Any] = {}          # float leaves: their exact bit pattern
+        self.definitions: dict[str, Any] = {}   # fresh constant's name -> its definition
+
+    def defined(self, formula: Any) -> Any:
+        """``formula`` and the definitions of the fresh constants it uses (and theirs): each
+        definition pins its constant to one value, so the conjunction is satisfiable exactly
+        when ``formula`` is with each constant replaced by the term it stands for."""
+        if not self.definitions:
+            return formula
+        used: list[Any] = []
+        pending, seen = [formula], set()
+        while pending:
+            node = pending.pop()
+            if node.get_id() in seen:
+                continue
+            seen.add(node.get_id())
+            if z3.is_const(node) and str(node) in self.definitions:
+                definition = self.definitions[str(node)]
+                used.append(definition)
+                pending.append(definition)
+            elif z3.is_app(node):
+                pending.extend(node.children())
+        return z3.And(*used, formula) if used else formula
 
     def expr(self, handle: int) -> Any:
         handle = int(handle)
@@ -224,6 +247,18 @@ class _Translator:
                 raise NoModel(f"no exact z3 model for a {signature[3]} reduction")
             combine = _fold(opcode, et)
             leaves = [self.memo[leaf] for leaf in self.table.leaves(h) or ()]
+            chosen = self._extreme_of_choices(h, opcode, et)
+            if chosen is not None:
+                return chosen, et
+            if opcode in (Opcode.MAXIMUM, Opcode.MINIMUM) and len(leaves) > 2 and \
+                    _sort_of(et) is not Sort.BOOL:
+                name = f"{DEFINED}{h}"
+                extreme = z3.Const(name, _z3_sort(et))
+                maximum = opcode is Opcode.MAXIMUM
+                self.definitions[name] = float_extreme(maximum, extreme, leaves) \
+                    if _sort_of(et) is Sort.FLOAT else \
+                    integer_extreme(maximum, et.is_signed, extreme, leaves)
+                return extreme, et
             value = leaves[0]
             for leaf in leaves[1:]:
                 value = combine(value, leaf)
@@ -241,6 +276,44 @@ class _Translator:
                                 operands[0]), et
         return _apply(opcode, et, operand_types, attrs, operands), et
 
+    def _extreme_of_choices(self, h: int, opcode: Opcode, et: ElementType) -> Any | None:
+        """An integer maximum / minimum multiset whose every leaf is a constant or a select
+        between two constants (``min{MAX, select(c_k, k, MAX), ...}``: the first index whose
+        condition holds) as the if-then-else over the values it can take, best first: value v
+        when some leaf takes v and no leaf takes a better one. Exact, and flat where the fold
+        nests every leaf (None when the leaves are not of that form)."""
+        if opcode not in (Opcode.MAXIMUM, Opcode.MINIMUM) or _sort_of(et) is not Sort.BITS:
+            return None
+        takes: dict[int, list[Any]] = {}
+        for leaf in self.table.leaves(h) or ():
+            signature, a, b = self.table.row(leaf)
+            if signature[0] == "constant":
+                takes.setdefault(_signed_value(a, et), []).append(z3.BoolVal(True))
+                continue
+            if signature[0] != "apply" or signature[1] is not Opcode.SELECT or b < 0:
+                return None
+            pair, first, second = self.table.row(b)
+            if pair != ("pair",):
+                return None
+            values = []
+            for branch in (first, second):
+                branch_signature, payload, _ = self.table.row(branch)
+                if branch_signature[0] != "constant":
+                    return None
+                values.append(_signed_value(payload, et))
+            condition = self.memo[a]
+            takes.setdefault(values[0], []).append(condition)
+            takes.setdefault(values[1], []).append(z3.Not(condition))
+        order = sorted(takes, reverse=opcode is Opcode.MAXIMUM)
+        if not order:
+            return None
+        width = _bits(et)
+        value = z3.BitVecVal(order[-1] & ((1 << width) - 1), width)
+        for candidate in reversed(order[:-1]):
+            value = z3.If(z3.Or(*takes[candidate]),
+                          z3.BitVecVal(candidate & ((1 << width) - 1), width), value)
+        return value
+
     def _total_order(self, children: list[int], et: ElementType, attrs: tuple) -> Any:
         """compare type=TOTALORDER on float leaves, by their bit patterns (the definition's
         term). Only leaves have a known bit pattern (an arithmetic NaN's sign and payload are
@@ -257,6 +330,14 @@ class _Translator:
             bits=tuple(self.bits[c] for c in children))
 
 
+def _signed_value(payload: int, et: ElementType) -> int:
+    """A constant term's payload as the integer ``et`` reads it (signed types two's
+    complement), for ordering."""
+    width = _bits(et)
+    raw = payload & ((1 << width) - 1)
+    return raw - (1 << width) if et.is_signed and raw >> (width - 1) else raw
+
+
 def _fold(opcode: Opcode, et: ElementType) -> Callable[[Any, Any], Any]:
     """The definition's term of a reduction's op, where folding it in z3's order is exact."""
     _sort_of(et)
@@ -266,6 +347,44 @@ def _fold(opcode: Opcode, et: ElementType) -> Callable[[Any, Any], Any]:
             if et.is_float and opcode in (Opcode.ADD, Opcode.MULTIPLY) else ""
         raise NoModel(f"no exact z3 model for a reduction {opcode} on {et}{order}")
     return lambda a, b: definition.term(et, a, b)
+
+
+def float_extreme(maximum: bool, extreme: Any, leaves: Sequence[Any]) -> Any:
+    """The definition of ``extreme`` as XLA's maximum (``maximum``) or minimum of the float
+    ``leaves``, without folding them: a NaN if a leaf is NaN; else a leaf itself (as a value:
+    SMT equality) that no leaf exceeds in IEEE order, and when it is a zero, +0 for a maximum
+    with a +0 leaf (-0 for a minimum with a -0 leaf), since XLA orders -0 below +0. This pins
+    down one value, the fold's in any order; it is flat (n comparisons with one constant)
+    where the fold nests n deep, which z3 decides far faster on argmax-like terms.
+    ``tests/proofs/test_smt_facts.py`` has z3 prove it equal to the fold."""
+    any_nan = z3.Or(*[z3.fpIsNaN(leaf) for leaf in leaves])
+    bounded = [z3.fpLEQ(leaf, extreme) if maximum else z3.fpGEQ(leaf, extreme)
+               for leaf in leaves]
+    preferred_zero = z3.fpIsPositive if maximum else z3.fpIsNegative
+    other_zero = z3.fpIsNegative if maximum else z3.fpIsPositive
+    sign = z3.Implies(z3.And(z3.fpIsZero(extreme), other_zero(extreme)),
+                      z3.Not(z3.Or(*[z3.And(z3.fpIsZero(leaf), preferred_zero(leaf))
+                                     for leaf in leaves])))
+    equal = [z3.fpEQ(leaf, extreme) for leaf in leaves]
+    # Implied, and stated for z3's search: no leaf IEEE-equals a NaN extreme; without NaNs
+    # some leaf IEEE-equals it (the atoms an argmax's hit test is made of).
+    lemmas = [z3.Implies(any_nan, z3.Not(z3.Or(*equal))),
+              z3.Implies(z3.Not(any_nan), z3.Or(*equal))]
+    return z3.And(z3.If(any_nan, z3.fpIsNaN(extreme),
+                        z3.And(z3.Or(*[extreme == leaf for leaf in leaves]), *bounded, sign)),
+                  *lemmas)
+
+
+def integer_extreme(maximum: bool, signed: bool, extreme: Any, leaves: Sequence[Any]) -> Any:
+    """The definition of ``extreme`` as the maximum (``maximum``) or minimum of the integer
+    ``leaves`` (bit-vectors, compared ``signed`` or not): a leaf that no leaf exceeds — one
+    value, the fold's, flat instead of nested."""
+    if signed:
+        bounded = [(leaf <= extreme) if maximum else (leaf >= extreme) for leaf in leaves]
+    else:
+        bounded = [z3.ULE(leaf, extreme) if maximum else z3.UGE(leaf, extreme)
+                   for leaf in leaves]
+    return z3.And(z3.Or(*[extreme == leaf for leaf in leaves]), *bounded)
 
 
 def _through_ifs(fn: Callable[[Any], Any], term: Any) -> Any:
@@ -422,7 +541,8 @@ def decide(table: TermTable, pairs: Sequence[tuple[int, int]], rule: str, *,
             if s_type != t_type:
                 return Decision("unknown", f"the source is {s_type} and the target {t_type}",
                                 seconds=time.perf_counter() - start)
-            violations.append(z3.Not(z3.simplify(_aligned(predicate, s, t, s_type))))
+            violations.append(translator.defined(
+                z3.Not(z3.simplify(_aligned(predicate, s, t, s_type)))))
     except NoModel as exc:
         return Decision("unknown", str(exc), seconds=time.perf_counter() - start)
     # Every device usually computes the same formula on its own variables: one violation per

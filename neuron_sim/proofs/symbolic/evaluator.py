@@ -37,6 +37,7 @@ from neuron_sim.interpreter.errors import InterpreterError
 from neuron_sim.interpreter.evaluator import Deadline, Evaluator, Frame, OpContext
 from neuron_sim.interpreter.ops.reduce import binary_reducer
 from neuron_sim.interpreter.ops.shape import from_physical, to_physical
+from neuron_sim.proofs.symbolic.arg_reduce import arg_reduce_terms
 from neuron_sim.proofs.symbolic.terms import NONE, TermTable
 from neuron_sim.semantics.elementwise import is_commutative, reduces_as_multiset
 from neuron_sim.interpreter.transport import collective_kind
@@ -327,6 +328,9 @@ class SymbolicEvaluator(Evaluator):
     def _reduce(self, ctx: OpContext, args: list[Value]) -> Symbolic:
         inst = ctx.inst
         if len(args) != 2:
+            closed = self._arg_reduce(ctx, args) if len(args) == 4 else None
+            if closed is not None:
+                return closed
             return self._opaque(ctx, args, "a variadic reduce (argmax-like) of input-dependent "
                                            "values has no symbolic model")
         reduction = self._reduction_of(inst.get("to_apply"), inst.shape.element_type)
@@ -348,6 +352,17 @@ class SymbolicEvaluator(Evaluator):
                                 (rows, *kept_sizes, 1))
         out = self.table.multiset(reduction.op, np.concatenate([inits, moved], axis=-1))
         return self._result(ctx, out, self._replicated(args))
+
+    def _arg_reduce(self, ctx: OpContext, args: list[Value]) -> Value | None:
+        """A recognised argmax / argmin reduce as its closed form (``arg_reduce``), else None."""
+        concrete = [None if has_symbolic(a) else np.asarray(a.array) for a in args[1:]]
+        found = arg_reduce_terms(self.table, ctx.inst, self.handles_of(args[0], np.int64),
+                                 concrete[0], (concrete[1], concrete[2]))
+        if found is None:
+            return None
+        replicated = self._replicated(args)
+        return TupleValue([self._leaf_result(shape, handles, replicated, ctx.n)
+                           for shape, handles in zip(ctx.inst.shape.elements, found)])
 
     def _dot(self, ctx: OpContext, args: list[Value]) -> Symbolic:
         inst = ctx.inst
