@@ -81,6 +81,21 @@ def test_narrowing_convert_wraps_the_offset_of_a_late_device():
     assert (proof.witness.device, proof.witness.offset, proof.witness.clamped) == (7, -116, 0)
 
 
+def test_the_smallest_witness_past_the_first_devices_is_found_by_the_search():
+    """(pid * 4) converted to s8 on one sorted group of 64 (extent 256): devices 0..31 read
+    4 * pid <= 124, right; device 32 computes 128, which wraps to -128 and clamps to 0, but its
+    block starts at 128 — the smallest witness, past the devices tried one by one, so the
+    solver's binary search finds it (every device from 32 on is wrong)."""
+    idiom = ArDsIdiom("narrow64", 1, 64, (tuple(range(64)),), "flattened", 256, 4, (
+        "%partition-id = u32[] partition-id()", "%p = s32[] convert(%partition-id)",
+        "%s = s32[] constant(4)", "%wide = s32[] multiply(%p, %s)",
+        "%offset = s8[] convert(%wide)"))
+    proof = only_proof(parse_module(idiom.text()))
+    assert proof.status is FoldStatus.REFUTED
+    assert (proof.witness.device, proof.witness.offset, proof.witness.clamped,
+            proof.witness.expected) == (32, -128, 0, 128)
+
+
 @pytest.mark.parametrize("devices", [8, 64, 4096])
 def test_jax_offsets_are_proven_for_every_device_of_large_topologies(devices):
     width = 8
