@@ -187,15 +187,17 @@ def _prove(pair: ArDsPair, topology: Topology, mode: GroupMode,
     solver.set("timeout", timeout_ms)
     solver.add(*device.constraints)
     solver.add(clamped != expected)
-    verdict = solver.check()
-    if verdict == z3.unsat:
-        return FoldProof(pair, topology, FoldStatus.PROVEN,
-                         f"clamp(offset) == position * {s} on all {topology.num_devices} "
-                         f"devices ({mode})", mode)
-    if verdict == z3.unknown:
-        return FoldProof(pair, topology, FoldStatus.FAILED_TO_PROVE,
-                         f"z3 gave up: {solver.reason_unknown()}", mode)
-    value_at = _smallest_witness(solver, device, topology)
+    value_at, low = _first_witness(z3.And(*solver.assertions()), device, topology)
+    if value_at is None:
+        verdict = solver.check()
+        if verdict == z3.unsat:
+            return FoldProof(pair, topology, FoldStatus.PROVEN,
+                             f"clamp(offset) == position * {s} on all {topology.num_devices} "
+                             f"devices ({mode})", mode)
+        if verdict == z3.unknown:
+            return FoldProof(pair, topology, FoldStatus.FAILED_TO_PROVE,
+                             f"z3 gave up: {solver.reason_unknown()}", mode)
+        value_at = _smallest_witness(solver, device, topology, low)
     r = value_at(device.replica).as_long()
     p = value_at(device.partition).as_long()
     f = topology.flattened_id(r, p)
@@ -206,29 +208,36 @@ def _prove(pair: ArDsPair, topology: Topology, mode: GroupMode,
                      f"a device reads the wrong shard ({mode})", mode, witness)
 
 
-def _smallest_witness(solver: z3.Solver, device: DeviceCoordinates, topology: Topology
-                      ) -> Callable[[z3.ExprRef], z3.ExprRef]:
-    """The value of a term on the witness device with the smallest flattened id.
+Evaluation = Callable[[z3.ExprRef], z3.ExprRef]
 
-    The first ``SCANNED_DEVICES`` ids are tried in order by evaluating the assertions on each
-    device (its coordinates substituted and the ground term simplified, which evaluates it
-    exactly), where witnesses usually are (device 0 or 1 in most refutations), instead of a
-    solver call per step; past them, a binary search on the id with the solver's models."""
-    flattened = device.flattened_id(topology)
-    model = solver.model()
-    best = model.eval(flattened, model_completion=True).as_long()
-    assertions = z3.And(*solver.assertions())
+
+def _first_witness(assertions: z3.BoolRef, device: DeviceCoordinates, topology: Topology
+                   ) -> tuple[Evaluation | None, int]:
+    """The first ``SCANNED_DEVICES`` ids tried in order, where witnesses usually are (device
+    0 or 1 in most refutations): ``assertions`` evaluated on each device (its coordinates
+    substituted and the ground term simplified, which evaluates it exactly) instead of a
+    solver call. Returns the value of a term on the first witness (None if there is none
+    among them) and the number of ids known not to be witnesses."""
     partitions = topology.num_partitions
-    low = 0  # every id below `low` is known not to be a witness
-    while low < min(best, SCANNED_DEVICES):
+    for low in range(min(topology.num_devices, SCANNED_DEVICES)):
         r, p = divmod(low, partitions)
         at = ((device.replica, z3.BitVecVal(r, 32)), (device.partition, z3.BitVecVal(p, 32)))
         value = z3.simplify(z3.substitute(assertions, *at))
         if z3.is_true(value):
-            return lambda term: z3.simplify(z3.substitute(term, *at))
+            return (lambda term: z3.simplify(z3.substitute(term, *at))), low
         if not z3.is_false(value):
-            break  # not evaluated to a constant: leave it to the solver
-        low += 1
+            return None, low  # not evaluated to a constant: leave it to the solver
+    return None, min(topology.num_devices, SCANNED_DEVICES)
+
+
+def _smallest_witness(solver: z3.Solver, device: DeviceCoordinates, topology: Topology,
+                      low: int) -> Evaluation:
+    """The value of a term on the witness device with the smallest flattened id, after a
+    satisfiable check of ``solver``: a binary search on the id from ``low`` (every id below
+    it is known not to be a witness) with the solver's models."""
+    flattened = device.flattened_id(topology)
+    model = solver.model()
+    best = model.eval(flattened, model_completion=True).as_long()
     while low < best:
         middle = (low + best) // 2
         result = solver.check(z3.ULE(flattened, middle))
