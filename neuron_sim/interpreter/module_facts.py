@@ -65,6 +65,7 @@ class ModuleFacts:
             plan = plan_for(computation)
             if computation in self._computations:
                 self.plans[computation] = plan
+                self._bound.extend(plan.bound)  # what the plan read, checked from now on
         return plan
 
 

@@ -39,11 +39,12 @@ import numpy as np
 
 from neuron_sim.hlo import HloComputation, HloInstruction, Opcode
 from neuron_sim.hlo.shapes import ArrayShape
+from neuron_sim.semantics.element_kinds import NotDefined
 
 from neuron_sim.interpreter.context import OpContext, wrap_result
 from neuron_sim.interpreter.errors import ExecutionError, InterpreterError, Unimplemented
 from neuron_sim.interpreter.ops import REGISTRY
-from neuron_sim.interpreter.ops.elementwise import direct_ufunc
+from neuron_sim.interpreter.ops.elementwise import bound_kernel, direct_ufunc, not_defined
 from neuron_sim.interpreter.values import TOKEN, PerDevice, Replicated, TupleValue, numpy_dtype
 
 # Inlining stops growing a plan past this many steps (a call tree of huge fusions is then
@@ -83,6 +84,7 @@ class _Builder:
 
 
 _INLINED = {Opcode.FUSION: "calls", Opcode.CALL: "to_apply"}
+_IDENTITY = (Opcode.COPY, Opcode.DOMAIN)
 
 
 def _add_computation(builder: _Builder, computation: HloComputation, arguments: list[int] | None
@@ -102,6 +104,11 @@ def _add_computation(builder: _Builder, computation: HloComputation, arguments: 
             continue
         ins = [var_of[o] for o in inst.operands]
         builder.counted += 1
+        if opcode in _IDENTITY and len(ins) == 1 and _same_array_type(inst, inst.operands[0]):
+            # copy (between layouts, docs/semantics.md §5) and domain are the identity: the
+            # result is the operand's value itself.
+            var_of[inst] = ins[0]
+            continue
         attribute = _INLINED.get(opcode)
         if attribute is not None:
             called = inst.attrs.get(attribute)
@@ -119,6 +126,13 @@ def _add_computation(builder: _Builder, computation: HloComputation, arguments: 
     return var_of[computation.root]
 
 
+def _same_array_type(a: HloInstruction, b: HloInstruction) -> bool:
+    """Both array-shaped, of one element type and the same dimensions (layouts aside)."""
+    x, y = a.shape, b.shape
+    return isinstance(x, ArrayShape) and isinstance(y, ArrayShape) and x.is_array and \
+        y.is_array and x.element_type is y.element_type and x.dims == y.dims
+
+
 def _node(builder: _Builder, inst: HloInstruction, out: int, ins: list[int]) -> _Node:
     opcode = inst.opcode
     if opcode is Opcode.CONSTANT:
@@ -131,6 +145,11 @@ def _node(builder: _Builder, inst: HloInstruction, out: int, ins: list[int]) -> 
     ufunc = direct_ufunc(inst)
     if ufunc is not None:
         return _Node(inst, out, ins, "direct", ufunc)
+    bound = bound_kernel(inst)
+    if bound is not None:
+        kernel, attributes = bound
+        builder.bound.extend((inst, name, value) for name, value in attributes)
+        return _Node(inst, out, ins, "kernel", (kernel, numpy_dtype(inst.shape.element_type)))
     implementation = REGISTRY.get(opcode)
     if implementation is None:
         return _Node(inst, out, ins, "missing")
@@ -147,7 +166,7 @@ class Plan:
     """A computation compiled (module docstring). ``run(evaluator, frame, args, deadline)``
     returns the root's value."""
 
-    __slots__ = ("computation", "run", "source", "_structure", "_bound", "__weakref__")
+    __slots__ = ("computation", "run", "source", "_structure", "bound", "__weakref__")
 
     def __init__(self, computation: HloComputation, run: Callable, source: str,
                  structure: list[tuple], bound: list[tuple[HloInstruction, str, Any]]) -> None:
@@ -155,7 +174,7 @@ class Plan:
         self.run = run
         self.source = source
         self._structure = structure
-        self._bound = bound
+        self.bound = bound
 
     def current(self) -> bool:
         """Whether every computation the plan was built from is unchanged (instructions,
@@ -167,7 +186,7 @@ class Plan:
                     or shapes != [i.shape for i in order] \
                     or operands != [i.operands for i in order]:
                 return False
-        for inst, name, value in self._bound:
+        for inst, name, value in self.bound:
             if inst.attrs.get(name) is not value:
                 return False
         return True
@@ -205,8 +224,25 @@ def compile_plan(computation: HloComputation) -> Plan:
 # ---------------------------------------------------------------------------------------------
 # Writing the source.
 
-def _groups(nodes: list[_Node], builder: _Builder) -> None:
-    """Give each run of consecutive direct ops a group number; a direct op that may write into
+_GROUPED = ("direct", "kernel")
+
+# A direct op whose result is smaller than this per device runs in its group, whatever its
+# operands: looking for a reusable operand (``evaluator.reusable_buffer``, above 64 KiB) pays
+# only for large arrays, and 1 KiB per device reaches 64 KiB only from 64 devices up.
+DONOR_MIN_ROW_BYTES = 1 << 10
+
+
+def _row_bytes(inst: HloInstruction) -> int:
+    shape = inst.shape
+    count = 1
+    for d in shape.dims:
+        count *= d
+    return count * numpy_dtype(shape.element_type).itemsize
+
+
+def _groups(nodes: list[_Node], builder: _Builder, kept: set[int]) -> None:
+    """Give each run of consecutive elementwise ops (direct ufuncs and bound kernels) a group
+    number; a direct op that may write into
     a dead operand computed by a step that is not a direct op becomes a "donor" step of its
     own (the evaluator's call decides, by reference counts, whether it does)."""
     shape_of = {node.out: node.inst.shape for node in nodes}
@@ -218,9 +254,12 @@ def _groups(nodes: list[_Node], builder: _Builder) -> None:
     for position, node in enumerate(nodes):
         if node.kind != "direct":
             continue
+        if _row_bytes(node.inst) < DONOR_MIN_ROW_BYTES:
+            continue
         donors = tuple(
             index for index, var in enumerate(node.ins)
-            if var in builder.computed and kind_of.get(var) not in ("direct", "const")
+            if var in builder.computed and var not in kept
+            and kind_of.get(var) not in ("direct", "const")
             and last_use.get(var) == position and node.ins.count(var) == 1
             and shape_of.get(var) == node.inst.shape)
         if donors:
@@ -228,7 +267,7 @@ def _groups(nodes: list[_Node], builder: _Builder) -> None:
     group = -1
     previous_direct = False
     for node in nodes:
-        if node.kind == "direct":
+        if node.kind in _GROUPED:
             if not previous_direct:
                 group += 1
             node.group = group
@@ -239,15 +278,100 @@ def _groups(nodes: list[_Node], builder: _Builder) -> None:
 
 def _write(computation: HloComputation, builder: _Builder, root: int
            ) -> tuple[str, dict[str, Any]]:
-    nodes = builder.nodes
-    _groups(nodes, builder)
+    """The plan's source and the namespace it runs in."""
+    # Constants depend on nothing: first, so that runs of elementwise ops they feed are not
+    # cut by them.
+    nodes = [n for n in builder.nodes if n.kind == "const"] + \
+        [n for n in builder.nodes if n.kind != "const"]
+    folded = _foldable(nodes)
+    kept: list[int] = []
+    prologue: list[str] = []
+    extra: dict[str, Any] = {}
+    if folded:
+        used = {v for n in nodes if n.out not in folded for v in n.ins} | {root}
+        kept = [n.out for n in nodes if n.out in folded and n.out in used]
+        fold_nodes = [n for n in nodes if n.out in folded]
+        nodes = [n for n in nodes if n.out not in folded]
+        source, namespace = _write_function(computation, fold_nodes, builder, kept, {}, None,
+                                            [], {}, set())
+        exec(compile(source, f"<constants of {computation.name}>", "exec"),  # noqa: S102
+             namespace)
+        extra["KEPT"] = _Kept(namespace["run"],
+                              [n.inst for n in fold_nodes if n.kind == "const"])
+        prologue.append(f"{''.join(f'v{v}, ' for v in kept)}= KEPT.get(ev, frame, dl)")
+    return _write_function(computation, nodes, builder, [root], builder.parameters,
+                           builder.counted, prologue, extra, set(kept))
+
+
+# Ops whose result on constants is a constant: kept between runs (``_Kept``).
+_FOLDABLE = frozenset({Opcode.BROADCAST, Opcode.RESHAPE, Opcode.TRANSPOSE, Opcode.SLICE,
+                       Opcode.CONCATENATE, Opcode.IOTA, Opcode.REVERSE, Opcode.PAD,
+                       Opcode.BITCAST})
+
+
+def _foldable(nodes: list[_Node]) -> set[int]:
+    """Variables computed from constants alone by ops that depend on nothing else (not the
+    device, not a random state): the same on every run while the constants' literals hold."""
+    folded: set[int] = set()
+    for node in nodes:
+        if node.kind == "const" or (
+                (node.kind in ("direct", "kernel") or
+                 (node.kind == "array" and node.inst.opcode in _FOLDABLE))
+                and all(v in folded for v in node.ins)):
+            folded.add(node.out)
+    if not any(n.kind != "const" for n in nodes if n.out in folded):
+        return set()  # constants alone: their op keeps them already
+    return folded
+
+
+class _Kept:
+    """The values a plan computes from constants alone, computed on its first run and kept
+    while every constant has the literal (and the literal the value) it was computed from.
+    Their arrays are read-only: nothing may write into a value shared between runs."""
+
+    __slots__ = ("fold", "constants", "values", "literals")
+
+    def __init__(self, fold: Callable, constants: list[HloInstruction]) -> None:
+        self.fold = fold
+        self.constants = constants
+        self.values: tuple | None = None
+        self.literals: list[tuple[Any, Any]] = []
+
+    def get(self, evaluator: Any, frame: Any, deadline: Any) -> tuple:
+        values = self.values
+        if values is not None:
+            for inst, (literal, value) in zip(self.constants, self.literals):
+                if inst.literal is not literal or literal.value is not value:
+                    break
+            else:
+                return values
+        values = self.fold(evaluator, frame, (), deadline)
+        for value in values:
+            if type(value) in (Replicated, PerDevice) and value.array.flags.writeable:
+                value.array.flags.writeable = False
+        self.literals = [(i.literal, i.literal.value) for i in self.constants]
+        self.values = values
+        return values
+
+
+def _write_function(computation: HloComputation, nodes: list[_Node], builder: _Builder,
+                    returns: list[int], parameters: dict[int, HloInstruction],
+                    counted: int | None, prologue: list[str], extra: dict[str, Any],
+                    kept: set[int]) -> tuple[str, dict[str, Any]]:
+    """Source of ``run(ev, frame, args, dl)`` executing ``nodes`` and returning the variable
+    ``returns[0]`` (with ``counted``: the plan, counting its instructions), or the tuple of
+    ``returns`` (without: the constants' part)."""
+    _groups(nodes, builder, kept)
     namespace: dict[str, Any] = {
         "R": Replicated, "P": PerDevice, "TV": TupleValue, "TOKEN": TOKEN, "ndarray": np.ndarray,
         "asarray": np.asarray, "mono": time.monotonic, "InterpreterError": InterpreterError,
         "ExecutionError": ExecutionError, "wrap": _wrap_array, "wrap_any": _wrap_any,
         "unbatched": _unbatched_args, "donate": _donating_call, "gte_error": _gte_error,
         "params_error": _parameters_error, "COMP": computation, "OpContext": OpContext,
-        "missing": _missing, "RP": (Replicated, PerDevice)}
+        "unimplemented": _missing, "RP": (Replicated, PerDevice), "NotDefined": NotDefined,
+        "not_defined": not_defined, "named": _named, "general": _general,
+        "KERNELS": frozenset(p for p, node in enumerate(nodes) if node.kind == "kernel"),
+        **extra}
     insts = [node.inst for node in nodes]
     namespace["INSTS"] = insts
 
@@ -256,29 +380,32 @@ def _write(computation: HloComputation, builder: _Builder, root: int
         for var in node.ins:
             last_use[var] = position
     # Variables used after their group by a step outside it must exist as values.
-    group_of = {node.out: node.group for node in nodes if node.kind == "direct"}
-    needed_as_value: set[int] = {root}
+    group_of = {node.out: node.group for node in nodes if node.kind in _GROUPED}
+    needed_as_value: set[int] = set(returns)
     for node in nodes:
         for var in node.ins:
-            if var in group_of and (node.kind != "direct" or node.group != group_of[var]):
+            if var in group_of and (node.kind not in _GROUPED or node.group != group_of[var]):
                 needed_as_value.add(var)
     dead_after: dict[int, list[int]] = {}
     for var, position in last_use.items():
-        if var != root:
+        if var not in returns:
             dead_after.setdefault(position, []).append(var)
 
-    parameter_count = 1 + max((p.parameter_number for p in builder.parameters.values()),
-                              default=-1)
+    parameter_count = 1 + max((p.parameter_number for p in parameters.values()), default=-1)
     lines = ["def run(ev, frame, args, dl):"]
     add = lines.append
     if parameter_count:
         add(f"    if len(args) < {parameter_count}: params_error(COMP, args)")
-    for var, inst in builder.parameters.items():
+    for var, inst in parameters.items():
         add(f"    v{var} = args[{inst.parameter_number}]")
-    add(f"    ev.instructions_executed += {builder.counted}")
-    add(f"    if frame.devices is not None: ev.device_instructions += {builder.counted} * frame.n")
+    if counted is not None:
+        add(f"    ev.instructions_executed += {counted}")
+        add(f"    if frame.devices is not None: ev.device_instructions += {counted} * frame.n")
+    lines.extend("    " + line for line in prologue)
+    result = f"v{returns[0]}" if counted is not None else \
+        "(" + "".join(f"v{v}, " for v in returns) + ")"
     if not nodes:
-        add(f"    return v{root}")
+        add(f"    return {result}")
         return "\n".join(lines) + "\n", namespace
     add("    at = dl.at if dl is not None else None")
     add("    n = frame.n")
@@ -288,9 +415,9 @@ def _write(computation: HloComputation, builder: _Builder, root: int
     position = 0
     while position < len(nodes):
         node = nodes[position]
-        if node.kind == "direct":
+        if node.kind in _GROUPED:
             end = position
-            while end < len(nodes) and nodes[end].kind == "direct" and \
+            while end < len(nodes) and nodes[end].kind in _GROUPED and \
                     nodes[end].group == node.group:
                 end += 1
             _write_group(body, namespace, nodes, position, end, builder, last_use,
@@ -305,9 +432,13 @@ def _write(computation: HloComputation, builder: _Builder, root: int
     add("    except InterpreterError as error:")
     add("        if s >= 0: error.attach(INSTS[s])")
     add("        raise")
+    add("    except NotDefined as undefined:")
+    add("        if s in KERNELS: "
+        "raise named(not_defined(INSTS[s], undefined), INSTS[s]) from None")
+    add("        raise ExecutionError.wrapping(undefined, INSTS[s]) from undefined")
     add("    except Exception as error:")
     add("        raise ExecutionError.wrapping(error, INSTS[s]) from error")
-    add(f"    return v{root}")
+    add(f"    return {result}")
     return "\n".join(lines) + "\n", namespace
 
 
@@ -337,7 +468,7 @@ def _write_step(body: list[str], namespace: dict[str, Any], node: _Node, positio
         namespace[f"F{i}"] = node.data
         body.append(f"{out} = F{i}(OpContext(ev, INSTS[{i}], frame){', ' if ins else ''}{ins})")
     elif kind == "missing":
-        body.append(f"{out} = missing(INSTS[{i}])")
+        body.append(f"{out} = unimplemented(INSTS[{i}])")
     elif kind == "donor":
         # A direct op on an operand it may write into (its donors): the evaluator's call, which
         # looks at reference counts; nothing here may hold another reference to the operands.
@@ -362,85 +493,85 @@ def _write_step(body: list[str], namespace: dict[str, Any], node: _Node, positio
 def _write_group(body: list[str], namespace: dict[str, Any], nodes: list[_Node], start: int,
                  end: int, builder: _Builder, last_use: dict[int, int],
                  needed_as_value: set[int], dead_after: dict[int, list[int]]) -> None:
-    """A run of direct ops: one type test per outside input, then the ufuncs on raw arrays."""
-    members = nodes[start:end]
-    produced = {node.out for node in members}
-    fast = [(start + offset, node) for offset, node in enumerate(members)]
+    """A run of elementwise ops: one type test per outside input, then the ufuncs and kernels
+    on batched arrays (``[1, *dims]`` for a replicated value, ``[n, *dims]`` per device, what
+    the registered ops receive), a value made only of a result read after the run."""
+    members = [(start + offset, node) for offset, node in enumerate(nodes[start:end])]
+    produced = {node.out for _, node in members}
     inputs: list[int] = []
-    for _, node in fast:
+    for _, node in members:
         for var in node.ins:
             if var not in produced and var not in inputs:
                 inputs.append(var)
     # support[var]: the outside inputs a member's value depends on (replicated iff all are)
     support: dict[int, frozenset[int]] = {var: frozenset((var,)) for var in inputs}
-    for _, node in fast:
+    for _, node in members:
         support[node.out] = frozenset().union(*(support[v] for v in node.ins))
+    fresh: set[int] = set()  # results of ufuncs: new arrays no one else holds
     alive = set(produced)
-    first = fast[0][0]
+    first = members[0][0]
     _check(body, first)
     test = " and ".join(f"type(v{v}) in RP" for v in inputs) or "True"
     body.append(f"if {test}:")
     inner: list[str] = []
     for var in inputs:
-        inner.append(f"a{var} = v{var}.array")
         inner.append(f"r{var} = type(v{var}) is R")
-    for position, node in fast:
+        inner.append(f"a{var} = v{var}.array[None] if r{var} else v{var}.array")
+    for position, node in members:
         i = position
-        namespace[f"U{i}"] = node.data
         if position != first:
-            inner.append(f"s = {i}")
-            inner.append("if at is not None and mono() > at: s = -1; dl.check()")
+            inner.append(f"s = {i}")  # the run is one step: one deadline check before it
         args = ", ".join(f"a{v}" for v in node.ins)
         flag = _flag(support[node.out])
-        # An intermediate of this group that dies here and has this result's shape takes it.
-        target = None
-        condition = None
-        for var in node.ins:
-            if var in produced and last_use.get(var) == position and \
-                    var not in needed_as_value:
-                if support[var] == support[node.out]:
-                    target, condition = var, None
-                    break
-                if target is None:
-                    # Same shape unless the intermediate is replicated and the result is not.
-                    target, condition = var, f"not {_flag(support[var])} or {flag}"
-        scalar = node.inst.shape.dims == ()
-        if target is None:
-            inner.append(f"a{node.out} = U{i}({args})")
-            if scalar:
-                inner.append(f"if type(a{node.out}) is not ndarray: "
-                             f"a{node.out} = asarray(a{node.out})")
-        elif condition is None:
-            inner.append(f"a{node.out} = U{i}({args}, out=a{target})")
+        out = f"a{node.out}"
+        if node.kind == "kernel":
+            kernel, dtype = node.data
+            namespace[f"K{i}"] = kernel
+            namespace[f"T{i}"] = dtype
+            inner.append(f"{out} = K{i}({args})")
+            inner.append(f"if {out}.dtype != T{i}: {out} = {out}.astype(T{i})")
         else:
-            inner.append(f"if {condition}: a{node.out} = U{i}({args}, out=a{target})")
-            inner.append("else:")
-            inner.append(f"    a{node.out} = U{i}({args})")
-            if scalar:
-                inner.append(f"    if type(a{node.out}) is not ndarray: "
-                             f"a{node.out} = asarray(a{node.out})")
+            namespace[f"U{i}"] = node.data
+            # An intermediate of this run that dies here and has this result's shape takes it.
+            target = condition = None
+            for var in node.ins:
+                if var in fresh and last_use.get(var) == position and \
+                        var not in needed_as_value:
+                    if support[var] == support[node.out]:
+                        target, condition = var, None
+                        break
+                    if target is None:
+                        # The same shape unless it is replicated and the result is not.
+                        target, condition = var, f"not {_flag(support[var])} or {flag}"
+            if target is None:
+                inner.append(f"{out} = U{i}({args})")
+            elif condition is None:
+                inner.append(f"{out} = U{i}({args}, out=a{target})")
+            else:
+                inner.append(f"{out} = U{i}({args}, out=a{target}) if {condition} else "
+                             f"U{i}({args})")
+            fresh.add(node.out)
         if node.out in needed_as_value:
-            inner.append(f"v{node.out} = R(a{node.out}) if {flag} else P(a{node.out})")
+            inner.append(f"v{node.out} = R({out}[0]) if {flag} else P({out})")
         for var in dead_after.get(position, ()):
             if var in produced:
                 inner.append(f"del a{var}")
                 alive.discard(var)
             if var not in produced or var in needed_as_value:
                 inner.append(f"del v{var}")
-    # No raw array outlives the group: the values hold what later steps read.
+    # No raw array outlives the run: the values hold what later steps read.
     for var in inputs + sorted(alive):
         inner.append(f"del a{var}")
     body.extend("    " + line for line in inner)
-    # Not every input is an array value: each op by the general path, which reports it.
+    # Not every input is an array value: each op by the registered implementation, which
+    # reports it.
     body.append("else:")
     slow: list[str] = []
-    for position, node in fast:
-        namespace[f"D{position}"] = ()
+    for position, node in members:
         slow.append(f"s = {position}")
         ins = ", ".join(f"v{v}" for v in node.ins)
-        slow.append(f"v{node.out} = donate(ev, U{position}, [{ins}], frame, (), "
-                    f"INSTS[{position}])")
-    for position, node in fast:
+        slow.append(f"v{node.out} = general(ev, INSTS[{position}], [{ins}], frame)")
+    for position, node in members:
         for var in dead_after.get(position, ()):
             slow.append(f"del v{var}")
     body.extend("    " + line for line in slow)
@@ -515,6 +646,19 @@ def _donating_call(evaluator: Any, ufunc: Any, args: list, frame: Any,
             evaluator.device_instructions -= frame.n
         return evaluator._execute(inst, REGISTRY.get(inst.opcode), args, frame)
     return result
+
+
+def _general(evaluator: Any, inst: HloInstruction, args: list, frame: Any):
+    """``inst`` by its registered implementation (not counted again)."""
+    evaluator.instructions_executed -= 1  # _execute counts it again
+    if frame.devices is not None:
+        evaluator.device_instructions -= frame.n
+    return evaluator._execute(inst, REGISTRY.get(inst.opcode), args, frame)
+
+
+def _named(error: InterpreterError, inst: HloInstruction) -> InterpreterError:
+    error.attach(inst)
+    return error
 
 
 def _gte_error() -> Any:

@@ -17,8 +17,8 @@ from neuron_sim.hlo.shapes import TupleShape
 
 from neuron_sim.interpreter.errors import InterpreterError
 from neuron_sim.interpreter.ops.registry import implements
-from neuron_sim.interpreter.values import (TOKEN, PerDevice, Replicated, TupleValue, merge, merge_branches,
-                                restrict)
+from neuron_sim.interpreter.values import (TOKEN, PerDevice, Replicated, TupleValue, merge_branches,
+                                           restrict)
 
 
 @implements(Opcode.FUSION, values=True)
@@ -55,22 +55,27 @@ def row_flags(value, n: int) -> bool | np.ndarray:
 def while_(ctx, initial):
     condition, body = ctx.attr("condition"), ctx.attr("body")
     frame = ctx.frame
+    evaluate = ctx.evaluator.evaluate
     rows = None  # indices of the rows still iterating; None: all of them
-    done = None  # the state of every row, for rows that stopped (kept up to date lazily)
+    stopped = []  # (rows, their final state) of the rows that stopped, assembled at the end
     state = initial
+    active = frame
     while True:
-        active = frame if rows is None else frame.subset(rows)
-        flags = row_flags(ctx.call(condition, [state], active), active.n)
+        flags = row_flags(evaluate(condition, [state], active), active.n)
         if flags is False:
             break
         if flags is not True:
             keep = np.flatnonzero(flags)
-            done = state if rows is None else merge(done, rows, state, frame.n)
-            rows = keep if rows is None else rows[keep]
+            leave = np.flatnonzero(~flags)
+            here = np.arange(frame.n) if rows is None else rows
+            stopped.append((here[leave], restrict(state, leave)))
+            rows = here[keep]
             state = restrict(state, keep)
             active = frame.subset(rows)
-        state = ctx.call(body, [state], active)
-    return state if rows is None else merge(done, rows, state, frame.n)
+        state = evaluate(body, [state], active)
+    if rows is None:
+        return state
+    return merge_branches([*stopped, (rows, state)], frame.n)
 
 
 @implements(Opcode.CONDITIONAL, values=True)
@@ -86,7 +91,7 @@ def conditional(ctx, selector, *operands):
     if isinstance(index, int):
         return ctx.call(branches[index], [operands[index]])
     parts = []
-    for branch in np.unique(index):
+    for branch in np.flatnonzero(np.bincount(index, minlength=len(branches))):
         rows = np.flatnonzero(index == branch)
         result = ctx.call(branches[branch], [restrict(operands[branch], rows)],
                           ctx.frame.subset(rows))
@@ -103,11 +108,13 @@ def _branch_index(selector, count: int, indexed: bool) -> int | np.ndarray:
     else:
         raise InterpreterError("the conditional's selector is not an array")
     if not indexed:
-        index = np.where(raw.astype(bool), 0, 1)
-    else:
-        signed = raw.astype(np.int64) if raw.dtype.kind != "u" else \
-            np.ascontiguousarray(raw).view(f"i{raw.dtype.itemsize}").astype(np.int64)
-        index = np.where((signed < 0) | (signed >= count), count - 1, signed)
+        flags = raw.astype(bool)
+        if raw.ndim == 0 or flags.all() or not flags.any():
+            return 0 if flags.flat[0] else 1
+        return (~flags).view(np.int8).astype(np.intp)
+    signed = raw.astype(np.int64) if raw.dtype.kind != "u" else \
+        np.ascontiguousarray(raw).view(f"i{raw.dtype.itemsize}").astype(np.int64)
+    index = np.where((signed < 0) | (signed >= count), count - 1, signed)
     if index.ndim == 0:
         return int(index)
     if (index == index[0]).all():

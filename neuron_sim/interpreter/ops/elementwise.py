@@ -12,7 +12,8 @@ operations are semantics here, never warnings.
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, Callable
 
 import numpy as np
 
@@ -20,7 +21,7 @@ import numpy as np
 from neuron_sim.conversions import wrap_int as _wrap_int
 from neuron_sim.hlo import HloInstruction, Opcode
 from neuron_sim.hlo.shapes import ArrayShape
-from neuron_sim.semantics.element_kinds import (NotDefined, element_type_of,
+from neuron_sim.semantics.element_kinds import (NotDefined, domain_of_type, element_type_of,
                                                 int_work_dtype as _int_work_dtype,
                                                 is_complex_type as is_complex,
                                                 is_float_type as is_float,
@@ -148,3 +149,60 @@ def direct_ufunc(inst: HloInstruction) -> np.ufunc | None:
         return None
     return ufunc
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Ops bound once for a plan (``neuron_sim.interpreter.plan``).
+
+def bound_kernel(inst: HloInstruction) -> tuple[Callable[..., np.ndarray],
+                                                 tuple[tuple[str, Any], ...]] | None:
+    """``inst``'s computation on batched operand arrays with everything the registered op
+    decides per call decided once: the definition's kernel for its operands' element family
+    (static in HLO) and its attributes (compare's direction and type, the target type of
+    convert and bitcast-convert, reduce-precision's bit counts). Returns the callable and the
+    attributes it read, or None where the registered op is needed (operands of another shape
+    than the result, which select and clamp line up; a type the op is not defined for; an
+    attribute it would refuse). The callable may raise ``NotDefined``: the caller names it as
+    ``not_defined`` says. It computes what the registered op computes, by the same kernel on
+    the same arrays."""
+    shape = inst.shape
+    definition = DEFINITIONS.get(inst.opcode)
+    if definition is None or not isinstance(shape, ArrayShape) or not shape.is_array:
+        return None
+    operands = inst.operands
+    if not operands or any(not isinstance(o.shape, ArrayShape) or o.shape.dims != shape.dims
+                           for o in operands):
+        return None
+    opcode = inst.opcode
+    typed = operands[1 if opcode is Opcode.SELECT and len(operands) > 1 else 0]
+    try:
+        kernel = definition.kernels.get(domain_of_type(typed.shape.element_type))
+    except NotDefined:
+        return None
+    if kernel is None:
+        return None
+    if opcode is Opcode.COMPARE:
+        direction = inst.attrs.get("direction")
+        if str(direction) not in ("EQ", "NE", "LT", "LE", "GT", "GE"):
+            return None
+        kind = inst.attrs.get("type")
+        return (functools.partial(kernel, direction=str(direction),
+                                  total_order=str(kind or "") == "TOTALORDER"),
+                (("direction", direction), ("type", kind)))
+    if opcode in (Opcode.CONVERT, Opcode.BITCAST_CONVERT):
+        return functools.partial(kernel, target=shape.element_type), ()
+    if opcode is Opcode.REDUCE_PRECISION:
+        exponent, mantissa = inst.attrs.get("exponent_bits"), inst.attrs.get("mantissa_bits")
+        if not is_float(typed.shape.element_type.numpy_dtype):
+            return None
+        return (functools.partial(kernel, exponent_bits=int(exponent),
+                                  mantissa_bits=int(mantissa)),
+                (("exponent_bits", exponent), ("mantissa_bits", mantissa)))
+    return kernel, ()
+
+
+def not_defined(inst: HloInstruction, missing: NotDefined) -> InterpreterError:
+    """The error the registered op raises when its kernel says ``missing``."""
+    if inst.opcode is Opcode.COMPARE:
+        return InterpreterError(str(missing))
+    return _not_defined(inst, missing)

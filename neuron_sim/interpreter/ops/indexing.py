@@ -44,7 +44,10 @@ def _start_matrix(ctx, indices: Sequence[np.ndarray], rank: int) -> np.ndarray:
     if rank == 0:
         return np.zeros((1, 0), np.int64)
     rows = max(i.shape[0] for i in indices)
-    return np.stack([np.broadcast_to(signed_indices(i), (rows,)) for i in indices], axis=1)
+    matrix = np.empty((rows, len(indices)), np.int64)
+    for column, index in enumerate(indices):
+        matrix[:, column] = signed_indices(index)  # a one-row index broadcasts to every row
+    return matrix
 
 
 def _clamped(starts: np.ndarray, dims: Sequence[int], sizes: Sequence[int]) -> np.ndarray:
@@ -80,12 +83,17 @@ def dynamic_update_slice(ctx, x, update, *indices):
     sizes = update.shape[1:]
     starts = _clamped(_start_matrix(ctx, indices, rank), x.shape[1:], sizes)
     rows = max(x.shape[0], update.shape[0], starts.shape[0])
-    out = np.array(np.broadcast_to(x, (rows, *x.shape[1:])), copy=True)
+    if x.shape[0] == rows:
+        out = x.copy()
+    else:
+        out = np.empty((rows, *x.shape[1:]), x.dtype)
+        out[...] = x
     if starts.shape[0] == 1:
         out[(slice(None),) + tuple(slice(s, s + z) for s, z in zip(starts[0], sizes))] = update
     else:
-        window = _window_indices(np.broadcast_to(starts, (rows, rank)), sizes, rows)
-        out[window] = np.broadcast_to(update, (rows, *sizes))
+        if starts.shape[0] != rows:
+            starts = np.broadcast_to(starts, (rows, rank))
+        out[_window_indices(starts, sizes, rows)] = update  # a one-row update broadcasts
     return out
 
 

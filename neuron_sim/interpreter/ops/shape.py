@@ -113,7 +113,23 @@ def broadcast(ctx, x):
         dims = tuple(sorted(dims))
     shaped = x.reshape(x.shape[0], *[out_dims[j] if j in dims else 1
                                       for j in range(len(out_dims))])
-    return np.broadcast_to(shaped, (x.shape[0], *out_dims))
+    return broadcast_rows(shaped, (x.shape[0], *out_dims))
+
+
+def broadcast_rows(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``x`` broadcast to ``shape``: a new array for a small result (numpy's ``broadcast_to``
+    costs tens of times a small copy), a read-only view for a large one (no memory)."""
+    count = 1
+    for d in shape:
+        count *= d
+    if count > _SMALL_BROADCAST:
+        return np.broadcast_to(x, shape)
+    out = np.empty(shape, x.dtype)
+    out[...] = x
+    return out
+
+
+_SMALL_BROADCAST = 1 << 14  # elements
 
 
 @implements(Opcode.RESHAPE)
