@@ -130,9 +130,12 @@ def is_replicated(value: Value) -> bool:
 
 def restrict(value: Value, rows: np.ndarray) -> Value:
     """The value on a subset of the frame's rows (indices into the current rows)."""
-    if isinstance(value, PerDevice):
+    kind = type(value)
+    if kind is PerDevice:
         return PerDevice(value.array[rows])
-    if isinstance(value, TupleValue):
+    if kind is TupleValue:
+        if not any(type(e) is not Replicated for e in value.elements):
+            return value  # held once on every row
         return TupleValue([restrict(e, rows) for e in value.elements])
     return value
 
