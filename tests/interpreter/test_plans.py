@@ -177,3 +177,39 @@ ENTRY main {
 }""")
     (out,) = interpreter.run(module, [np.array([5, 7], np.int32), np.array([1, 2], np.int32)])
     assert out.tolist() == [[-4, -5]]
+
+
+_COMPARED = ["s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "pred", "f32", "f64", "bf16",
+             "f16", "s4"]
+
+
+@pytest.mark.parametrize("spelling", _COMPARED)
+@pytest.mark.parametrize("direction", ["EQ", "NE", "LT", "LE", "GT", "GE"])
+def test_a_bound_compare_equals_the_registered_compare(spelling, direction):
+    """A plan binds compare once (for most types to one numpy comparison); on the same
+    batched operands it gives what the op table's compare gives, bit for bit, NaN and signed
+    zeros included (IEEE: NaN is unordered, -0 == 0)."""
+    from neuron_sim.hlo import Opcode
+    from neuron_sim.interpreter.evaluator import Frame, OpContext
+    from neuron_sim.interpreter.ops import REGISTRY
+    from neuron_sim.interpreter.ops.elementwise import bound_kernel
+
+    module = _module(f"""HloModule m
+ENTRY main {{
+  a = {spelling}[64] parameter(0)
+  b = {spelling}[64] parameter(1)
+  ROOT c = pred[64] compare(a, b), direction={direction}
+}}""")
+    root = module.entry.root
+    dtype = root.operand(0).shape.element_type.numpy_dtype
+    rng = np.random.default_rng(1)
+    if dtype.kind == "f" or spelling in ("bf16", "f16"):
+        pool = np.array([0.0, -0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, 3.0, -7.0])
+        a, b = (rng.choice(pool, (2, 64)).astype(dtype) for _ in range(2))
+    elif dtype == np.bool_:
+        a, b = (rng.random((2, 64)) < 0.5 for _ in range(2))
+    else:
+        a, b = (rng.integers(-8, 8, (2, 64)).astype(dtype) for _ in range(2))
+    kernel, _ = bound_kernel(root)
+    general = REGISTRY[Opcode.COMPARE].fn(OpContext(None, root, Frame(None, 2)), a, b)
+    assert np.asarray(kernel(a, b)).tobytes() == np.asarray(general).tobytes()

@@ -186,9 +186,11 @@ def bound_kernel(inst: HloInstruction) -> tuple[Callable[..., np.ndarray],
         if str(direction) not in ("EQ", "NE", "LT", "LE", "GT", "GE"):
             return None
         kind = inst.attrs.get("type")
-        return (functools.partial(kernel, direction=str(direction),
-                                  total_order=str(kind or "") == "TOTALORDER"),
-                (("direction", direction), ("type", kind)))
+        total_order = str(kind or "") == "TOTALORDER"
+        bound = (("direction", direction), ("type", kind))
+        if typed.shape.element_type.numpy_dtype in _OWN_TYPE_COMPARISONS and not total_order:
+            return _DIRECTIONS[str(direction)], bound
+        return functools.partial(kernel, direction=str(direction), total_order=total_order), bound
     if opcode in (Opcode.CONVERT, Opcode.BITCAST_CONVERT):
         return functools.partial(kernel, target=shape.element_type), ()
     if opcode is Opcode.REDUCE_PRECISION:
@@ -199,6 +201,17 @@ def bound_kernel(inst: HloInstruction) -> tuple[Callable[..., np.ndarray],
                                   mantissa_bits=int(mantissa)),
                 (("exponent_bits", exponent), ("mantissa_bits", mantissa)))
     return kernel, ()
+
+
+# Each direction's numpy comparison, and the operand types compare computes it on as they are
+# (integers of 8 to 64 bits and pred in their own type, f32 and f64 in IEEE order): for these
+# the definition's kernel is this one ufunc call (tests/interpreter/test_plans.py holds the two
+# equal bit for bit).
+_DIRECTIONS = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
+               "GT": np.greater, "GE": np.greater_equal}
+_OWN_TYPE_COMPARISONS = frozenset(np.dtype(t) for t in (
+    np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64, np.bool_,
+    np.float32, np.float64))
 
 
 def not_defined(inst: HloInstruction, missing: NotDefined) -> InterpreterError:
