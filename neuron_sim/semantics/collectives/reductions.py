@@ -121,6 +121,23 @@ def _accumulates_in_place(combine: Callable[..., Any], dtype: np.dtype) -> bool:
         return False
 
 
+# Binary ufuncs that are associative and commutative on integers (wrapping) and predicates:
+# there every order of the fold gives the same bits.
+_ORDER_FREE_ON_INTEGERS = frozenset((np.add, np.multiply, np.maximum, np.minimum,
+                                     np.bitwise_and, np.bitwise_or, np.bitwise_xor,
+                                     np.logical_and, np.logical_or, np.logical_xor))
+
+
+def _order_free(combine: Callable[..., Any], dtype: np.dtype) -> bool:
+    """Whether folding values of ``dtype`` with ``combine`` gives the same bits in every
+    order, so one ``combine.reduce`` computes the left fold: wrapping integer add and
+    multiply are arithmetic modulo 2**bits (associative and commutative), and so are min,
+    max and the bitwise and logical ops, on integers and predicates. Never for floats."""
+    return (isinstance(combine, np.ufunc) and dtype.kind in "iub"
+            and combine in _ORDER_FREE_ON_INTEGERS
+            and _accumulates_in_place(combine, dtype))
+
+
 def _fold_by_accumulate(x: np.ndarray, table: np.ndarray, combine: np.ufunc,
                         window: tuple[slice, ...]) -> np.ndarray:
     """The left fold of the positions of ``x[:, *window]`` for every group, a block of
@@ -196,9 +213,12 @@ def _fold_columns(
         parts = (combine.fold_positions(x[(table, *window)]),)
     else:
         (x,) = xs
-        parts = (_fold_by_accumulate(x, table, combine, window)
-                 if _accumulates_in_place(combine, x.dtype) else
-                 fold_group((x[(table[:, i], *window)] for i in range(n)), combine),)
+        if _order_free(combine, x.dtype):
+            parts = (combine.reduce(x[(table, *window)], axis=1, dtype=x.dtype),)
+        elif _accumulates_in_place(combine, x.dtype):
+            parts = (_fold_by_accumulate(x, table, combine, window),)
+        else:
+            parts = (fold_group((x[(table[:, i], *window)] for i in range(n)), combine),)
     checked = []
     for part in parts:
         part = np.asarray(part)
