@@ -269,6 +269,12 @@ class _Translator:
                 _sort_of(operand_types[0]) is Sort.FLOAT:
             return self._total_order(children, operand_types[0], attrs), et
         operands = [self.memo[c] for c in children]
+        if opcode is Opcode.EXP and len(operands) == 1 and operand_types[0] is et and \
+                _sort_of(et) is Sort.FLOAT:
+            name = f"{DEFINED}{h}"
+            value = z3.Const(name, _z3_sort(et))
+            self.definitions[name] = exp_facts(et, operands[0], value)
+            return value, et
         if len(operands) == 1 and opcode is Opcode.CONVERT:
             # convert(if c then a else b) is (if c then convert(a) else convert(b)): the same
             # value, in the shape that lines up with a target whose converts were moved inside.
@@ -385,6 +391,36 @@ def integer_extreme(maximum: bool, signed: bool, extreme: Any, leaves: Sequence[
         bounded = [z3.ULE(leaf, extreme) if maximum else z3.UGE(leaf, extreme)
                    for leaf in leaves]
     return z3.And(z3.Or(*[extreme == leaf for leaf in leaves]), *bounded)
+
+
+def exp_facts(et: ElementType, x: Any, value: Any) -> Any:
+    """What is known of ``value = exponential(x)`` on ``et``, without a model of the function:
+    an uninterpreted function of x (equal arguments, equal results: the interpreter's exp is
+    deterministic) and the facts the verdicts need, each one the interpreter's exp meets
+    (``tests/verify/test_exp_facts.py`` checks them on every f16 value and on the edges and
+    samples of the wider types): a NaN gives a NaN, anything else a value that is not NaN and
+    not negative (+0 at the least); exp(-inf) = exp(x <= the lowest finite value) = +0,
+    exp(+inf) = +inf, exp(+-0) = 1. A sound over-approximation: every proof under these facts
+    holds for the real function; a violation z3 finds is only a witness candidate, which the
+    verifier runs."""
+    sort = _z3_sort(et)
+    function = z3.Function(f"exponential!{et.spelling}", sort, sort)
+    lowest = z3.FPVal(_lowest(et), sort)
+    zero = z3.FPVal(0.0, sort)
+    return z3.And(
+        value == function(x),
+        z3.Implies(z3.fpIsNaN(x), z3.fpIsNaN(value)),
+        z3.Implies(z3.Not(z3.fpIsNaN(x)), z3.And(z3.Not(z3.fpIsNaN(value)),
+                                                  z3.Not(z3.fpIsNegative(value)))),
+        z3.Implies(z3.fpLEQ(x, lowest), value == zero),
+        z3.Implies(z3.fpIsInf(x), z3.Or(z3.fpIsNegative(x), z3.fpIsInf(value))),
+        z3.Implies(z3.fpIsZero(x), value == z3.FPVal(1.0, sort)))
+
+
+def _lowest(et: ElementType) -> float:
+    """The most negative finite value of the float type ``et``."""
+    from neuron_sim.hlo.dtypes import finfo  # noqa: PLC0415 - narrow types load ml_dtypes
+    return float(finfo(et.numpy_dtype).min)
 
 
 def _through_ifs(fn: Callable[[Any], Any], term: Any) -> Any:
