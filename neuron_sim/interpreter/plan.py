@@ -45,6 +45,7 @@ from neuron_sim.interpreter.context import OpContext, wrap_result
 from neuron_sim.interpreter.errors import ExecutionError, InterpreterError, Unimplemented
 from neuron_sim.interpreter.ops import REGISTRY
 from neuron_sim.interpreter.ops.elementwise import bound_kernel, direct_ufunc, not_defined
+from neuron_sim.interpreter.ops.shape import bound_movement
 from neuron_sim.interpreter.values import TOKEN, PerDevice, Replicated, TupleValue, numpy_dtype
 
 # Inlining stops growing a plan past this many steps (a call tree of huge fusions is then
@@ -150,6 +151,12 @@ def _node(builder: _Builder, inst: HloInstruction, out: int, ins: list[int]) -> 
         kernel, attributes = bound
         builder.bound.extend((inst, name, value) for name, value in attributes)
         return _Node(inst, out, ins, "kernel", (kernel, numpy_dtype(inst.shape.element_type)))
+    moved = bound_movement(inst)
+    if moved is not None:
+        function, attributes = moved
+        builder.bound.extend((inst, name, value) for name, value in attributes)
+        return _Node(inst, out, ins, "movement",
+                     (function, numpy_dtype(inst.shape.element_type), tuple(inst.shape.dims)))
     implementation = REGISTRY.get(opcode)
     if implementation is None:
         return _Node(inst, out, ins, "missing")
@@ -315,7 +322,7 @@ def _foldable(nodes: list[_Node]) -> set[int]:
     folded: set[int] = set()
     for node in nodes:
         if node.kind == "const" or (
-                (node.kind in ("direct", "kernel") or
+                (node.kind in ("direct", "kernel", "movement") or
                  (node.kind == "array" and node.inst.opcode in _FOLDABLE))
                 and all(v in folded for v in node.ins)):
             folded.add(node.out)
@@ -475,6 +482,17 @@ def _write_step(body: list[str], namespace: dict[str, Any], node: _Node, positio
         namespace[f"U{i}"] = node.data
         namespace[f"D{i}"] = node.donors
         body.append(f"{out} = donate(ev, U{i}, [{ins}], frame, D{i}, INSTS[{i}])")
+    elif kind == "movement":
+        fn, dtype, dims = node.data
+        namespace[f"B{i}"] = fn
+        namespace[f"T{i}"] = dtype
+        namespace[f"S{i}"] = dims
+        (var,) = node.ins
+        body.append(f"o = v{var}")
+        body.append(f"if type(o) is R: {out} = wrap(B{i}(o.array[None]), True, n, T{i}, S{i})")
+        body.append(f"elif type(o) is P: {out} = wrap(B{i}(o.array), False, n, T{i}, S{i})")
+        body.append(f"else: {out} = general(ev, INSTS[{i}], [o], frame)")
+        body.append("del o")
     elif kind == "array":
         fn, dtype, dims = node.data
         namespace[f"F{i}"] = fn

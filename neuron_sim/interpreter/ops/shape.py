@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import weakref
+from typing import Callable
 
 import numpy as np
 
@@ -270,3 +271,70 @@ def get_dimension_size(ctx, x):
 def set_dimension_size(ctx, x, size):
     # Static shapes only: the value is unchanged (dynamic padding is not modelled).
     return x
+
+
+# ---------------------------------------------------------------------------------------------
+# Data movement bound once for a plan (``neuron_sim.interpreter.plan``).
+
+def bound_movement(inst) -> tuple[Callable[[np.ndarray], np.ndarray],
+                                  tuple[tuple[str, object], ...]] | None:
+    """A one-operand data movement (reshape, transpose, slice, broadcast, bitcast) as a
+    function of the batched operand array, with what the registered op reads per call read
+    once: the same numpy operations in the same order (a transposition that is the identity
+    left out). Returns it with the attributes it read, or None where the registered op must
+    run (it then reports what is wrong: a tuple, layouts that do not fit, different widths)."""
+    opcode = inst.opcode
+    shape = inst.shape
+    if len(inst.operands) != 1 or not isinstance(shape, ArrayShape) or not shape.is_array:
+        return None
+    operand = inst.operands[0].shape
+    if not isinstance(operand, ArrayShape) or not operand.is_array:
+        return None
+    dims = tuple(shape.dims)
+    attrs = inst.attrs
+    if opcode is Opcode.RESHAPE:
+        return (lambda x: x.reshape(x.shape[0], *dims)), ()
+    if opcode is Opcode.TRANSPOSE:
+        permutation = (0, *(1 + d for d in inst.dimensions))
+        return (lambda x: x.transpose(permutation)), (("dimensions", attrs.get("dimensions")),)
+    if opcode is Opcode.SLICE:
+        index = (slice(None),) + tuple(slice(d.start, d.limit, d.stride)
+                                       for d in attrs["slice"])
+        return (lambda x: x[index]), (("slice", attrs.get("slice")),)
+    if opcode is Opcode.BROADCAST:
+        kept = tuple(inst.dimensions)
+        order = None
+        if list(kept) != sorted(kept):
+            order = (0, *(1 + np.argsort(kept)))
+            kept = tuple(sorted(kept))
+        shaped = tuple(dims[j] if j in kept else 1 for j in range(len(dims)))
+
+        def broadcast_bound(x: np.ndarray) -> np.ndarray:
+            if order is not None:
+                x = x.transpose(order)
+            return broadcast_rows(x.reshape(x.shape[0], *shaped), (x.shape[0], *dims))
+
+        return broadcast_bound, (("dimensions", attrs.get("dimensions")),)
+    if opcode is Opcode.BITCAST:
+        dtype = shape.element_type.numpy_dtype
+        if operand.element_type.numpy_dtype.itemsize != dtype.itemsize:
+            return None
+        try:
+            order_in, order_out = major_to_minor(operand), major_to_minor(shape)
+        except InterpreterError:
+            return None
+        into = None if order_in == tuple(range(len(order_in))) else \
+            (0, *(1 + d for d in order_in))
+        physical = tuple(dims[d] for d in order_out)
+        back = None if order_out == tuple(range(len(order_out))) else \
+            (0, *(1 + np.argsort(order_out)))
+
+        def bitcast_bound(x: np.ndarray) -> np.ndarray:
+            buffer = (x if into is None else x.transpose(into)).reshape(x.shape[0], -1)
+            if x.dtype != dtype:
+                buffer = np.ascontiguousarray(buffer).view(dtype)
+            buffer = buffer.reshape(buffer.shape[0], *physical)
+            return buffer if back is None else buffer.transpose(back)
+
+        return bitcast_bound, ()
+    return None
