@@ -38,8 +38,9 @@ class ModuleFacts:
         self._computations = list(module.computations)
         self._snapshots = [(c, list(c.instructions),
                             [_snapshot(i) for i in c.instructions]) for c in self._computations]
-        self._bound = [(i, key, value) for c in self._computations for i in c.instructions
-                       for key, value in _bound_attributes(i)]
+        self._bound = _Bound()
+        self._bound.extend((i, key, value) for c in self._computations for i in c.instructions
+                           for key, value in _bound_attributes(i))
         self.call_depth = module.call_depth()
         self.unbounded = _first_unbounded(module)
         self.plans: dict[HloComputation, Plan] = {}
@@ -53,10 +54,7 @@ class ModuleFacts:
             order = computation.instructions
             if order != instructions or list(map(_STRUCTURE, order)) != snapshot:
                 return False
-        for inst, key, value in self._bound:
-            if inst.attrs.get(key) is not value:
-                return False
-        return True
+        return self._bound.hold()
 
     def plan(self, computation: HloComputation) -> Plan:
         """``computation``'s plan (a computation of another module gets its own check)."""
@@ -67,6 +65,30 @@ class ModuleFacts:
                 self.plans[computation] = plan
                 self._bound.extend(plan.bound)  # what the plan read, checked from now on
         return plan
+
+
+_ATTRS = attrgetter("attrs")
+
+
+class _Bound:
+    """Attributes read when the facts and plans were made: (instruction, name, value)."""
+
+    __slots__ = ("insts", "names", "values")
+
+    def __init__(self) -> None:
+        self.insts: list[HloInstruction] = []
+        self.names: list[str] = []
+        self.values: list[Any] = []
+
+    def extend(self, entries: Any) -> None:
+        for inst, name, value in entries:
+            self.insts.append(inst)
+            self.names.append(name)
+            self.values.append(value)
+
+    def hold(self) -> bool:
+        """Whether every attribute still has its value (the same object, or an equal one)."""
+        return list(map(dict.get, map(_ATTRS, self.insts), self.names)) == self.values
 
 
 def _snapshot(inst: HloInstruction) -> tuple:

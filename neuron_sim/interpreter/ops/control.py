@@ -90,17 +90,24 @@ def conditional(ctx, selector, *operands):
     index = _branch_index(selector, len(branches), ctx.inst.has("branch_computations"))
     if isinstance(index, int):
         return ctx.call(branches[index], [operands[index]])
+    if isinstance(index, tuple):  # a predicate: the rows of the true and of the false branch
+        taken = enumerate(index)
+    else:
+        taken = ((branch, np.flatnonzero(index == branch))
+                 for branch in np.flatnonzero(np.bincount(index, minlength=len(branches))))
     parts = []
-    for branch in np.flatnonzero(np.bincount(index, minlength=len(branches))):
-        rows = np.flatnonzero(index == branch)
+    for branch, rows in taken:
         result = ctx.call(branches[branch], [restrict(operands[branch], rows)],
                           ctx.frame.subset(rows))
         parts.append((rows, result))
     return merge_branches(parts, ctx.frame.n)
 
 
-def _branch_index(selector, count: int, indexed: bool) -> int | np.ndarray:
-    """Branch per row: pred true -> 0 (true_computation); an index out of range -> last."""
+def _branch_index(selector, count: int, indexed: bool
+                  ) -> int | np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """The branch every row takes (an int), or the branch per row: pred true -> 0
+    (true_computation), for a predicate as (rows taking 0, rows taking 1); an index out of
+    range -> last."""
     if isinstance(selector, Replicated):
         raw = selector.array.reshape(())
     elif isinstance(selector, PerDevice):
@@ -109,9 +116,12 @@ def _branch_index(selector, count: int, indexed: bool) -> int | np.ndarray:
         raise InterpreterError("the conditional's selector is not an array")
     if not indexed:
         flags = raw.astype(bool)
-        if raw.ndim == 0 or flags.all() or not flags.any():
-            return 0 if flags.flat[0] else 1
-        return (~flags).view(np.int8).astype(np.intp)
+        if raw.ndim == 0:
+            return 0 if flags else 1
+        true = np.flatnonzero(flags)
+        if len(true) == len(flags) or not len(true):
+            return 0 if len(true) else 1
+        return true, np.flatnonzero(~flags)
     signed = raw.astype(np.int64) if raw.dtype.kind != "u" else \
         np.ascontiguousarray(raw).view(f"i{raw.dtype.itemsize}").astype(np.int64)
     index = np.where((signed < 0) | (signed >= count), count - 1, signed)
