@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -67,15 +67,17 @@ def replication_flags(module: HloModule, topology: Topology) -> list[tuple[bool,
 
 
 def prove(source: HloModule, target: HloModule, topology: Topology, *,
-          timeout: float | None = None) -> Proof:
-    """Compare ``source`` and ``target`` symbolically on every device of ``topology``."""
+          timeout: float | None = None, fixed: Mapping[int, np.ndarray] | None = None) -> Proof:
+    """Compare ``source`` and ``target`` symbolically on every device of ``topology``; the
+    entry parameters numbered in ``fixed`` hold those arrays on every device (a rewrite's
+    ``SourceBinding``) instead of variables."""
     start = time.perf_counter()
     table = TermTable()
     flags = replication_flags(source, topology)
     try:
         with time_limit(timeout):
-            left = run_symbolic(source, topology, table, flags)
-            right = run_symbolic(target, topology, table, flags)
+            left = run_symbolic(source, topology, table, flags, fixed=fixed)
+            right = run_symbolic(target, topology, table, flags, fixed=fixed)
     except SymbolicUnsupported as exc:
         return Proof("unsupported", str(exc), terms=table.size,
                      seconds=time.perf_counter() - start)

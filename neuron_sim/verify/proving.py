@@ -13,7 +13,7 @@ decides the verdict; nothing here calls back into it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from neuron_sim.hlo.ir import HloModule
 from neuron_sim.passes.contracts import Contract
@@ -80,20 +80,22 @@ def proved_on_positions(verdict: Any, proof: PositionsProof) -> None:
 
 def proof_facts(source: HloModule, target: HloModule, topology: Topology, *,
                 contract: Contract, seed: int, timeout: float | None,
-                max_memory: int | None) -> ProofFacts:
+                max_memory: int | None, fixed: Mapping[int, Any] | None = None) -> ProofFacts:
     """The facts of the proof for all inputs of ``target`` replacing ``source`` on
     ``topology`` under ``contract``. ``max_memory`` (bytes; None: half of the memory available)
     bounds the symbolic run: a pair whose ``symbolic_memory`` exceeds it is not run
     symbolically (the proof is unsupported, with that reason); ``timeout`` bounds it in
     seconds. The witnesses are drawn from ``seed``; none are drawn unless the terms differ and
-    z3 did not prove the difference allowed."""
+    z3 did not prove the difference allowed. ``fixed``: entry parameters held at those values
+    on every device (a rewrite's ``SourceBinding``); the witnesses draw them too, and the
+    verifier's runner puts the held values back."""
     limit = max_memory if max_memory is not None else default_memory_limit()
     need = symbolic_memory(source, topology) + symbolic_memory(target, topology)
     if limit is not None and need > limit:
         too_large = (f"the symbolic run would need about {format_bytes(need)} (a term handle "
                      "and a table row per element), more than the memory limit of "
                      f"{format_bytes(limit)}")
-        if contract.name == "exact":
+        if contract.name == "exact" and not fixed:
             positions = positions_facts(source, target, topology, seed=seed, timeout=timeout)
             if positions.outcome == "equal":
                 return ProofFacts(Proof("equal", seconds=positions.seconds),
@@ -107,7 +109,7 @@ def proof_facts(source: HloModule, target: HloModule, topology: Topology, *,
             too_large += f", and the proof on symbolic positions stopped: {positions.reason}"
         proof = Proof("unsupported", too_large)
     else:
-        proof = prove(source, target, topology, timeout=timeout)
+        proof = prove(source, target, topology, timeout=timeout, fixed=fixed)
     if proof.outcome != "differ":
         return ProofFacts(proof)
     decision = decide_differences(proof, contract)

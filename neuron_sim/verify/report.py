@@ -189,13 +189,17 @@ def proof_lines(verdict: TopologyVerdict) -> list[str]:
     """What the proof established on one topology, per output, with its time and memory."""
     if verdict.proof is None or verdict.proof_method is None:
         return []
-    what = "all inputs" if verdict.proof == "all-inputs" else verdict.proof
+    what = proof_kind(verdict.proof, verdict.proof_iterations)
+    if verdict.proof_held:
+        held = ", ".join(str(n) for n in verdict.proof_held)
+        what += (f" (parameter(s) {held} of the compared source held at the values the rewrite "
+                 "folded into the target, checked against what the source allows)")
     memory = f", peak memory {format_bytes(verdict.proof_bytes)}" if verdict.proof_bytes else ""
     lines = [f"Proof on {verdict.topology}: {what}, "
              f"{_METHODS.get(verdict.proof_method, verdict.proof_method)} "
              f"({verdict.proof_seconds:.2f} s{memory})"]
     for output in verdict.proof_outputs:
-        kind = "all inputs" if output["proof"] == "all-inputs" else output["proof"]
+        kind = proof_kind(output["proof"], output.get("iterations"))
         took = f" ({output['seconds']:.2f} s, {output['z3_queries']} z3 queries)" \
             if "seconds" in output else ""
         why = f": {output['reason']}" if output.get("reason") else ""
@@ -203,23 +207,35 @@ def proof_lines(verdict: TopologyVerdict) -> list[str]:
     return lines
 
 
+def proof_kind(proof: str | None, iterations: int | None = None) -> str:
+    """What a proof covers, in words: "all inputs", "all inputs up to N loop iterations"
+    (every input on which each loop whose condition depends on the inputs ends within N
+    iterations), or the kind as it is ("sampled")."""
+    if proof == "all-inputs":
+        return "all inputs"
+    if proof == "bounded":
+        return f"all inputs up to {iterations} loop iterations"
+    return str(proof)
+
+
 def topology_line(verdict: TopologyVerdict) -> str:
     """``topology 2x2 (4 devices): UNSOUND, ERROR: Value mismatch`` — one topology's verdict."""
     if verdict.status is Status.CORRECT:
         outcome = f"CORRECT, {verdict.compared} executions compared" if verdict.compared else \
             "CORRECT" + (", no change" if verdict.changed is False else "")
-        if verdict.proof == "all-inputs" and verdict.changed is not False:
-            outcome += ", proved for all inputs"
+        if verdict.proof in ("all-inputs", "bounded") and verdict.changed is not False:
+            outcome += ", proved for " + proof_kind(verdict.proof, verdict.proof_iterations)
     else:
         outcome = ", ".join(filter(None, (verdict.status.value, verdict.error_line)))
     return f"topology {topology_text(verdict.topology)}: {outcome}"
 
 
 def verdict_sentence(result: VerificationResult) -> str:
-    if result.status is Status.CORRECT and result.proof == "all-inputs" \
+    if result.status is Status.CORRECT and result.proof in ("all-inputs", "bounded") \
             and result.changed is not False:
         sampled = verdict_sentence_sampled(result)
-        proved = "proved for all inputs on every topology, up to the reassociation of reductions"
+        proved = (f"proved for {proof_kind(result.proof, result.proof_iterations)} on every "
+                  "topology, up to the reassociation of reductions")
         return sampled[:-1] + f"; {proved})" if sampled.endswith(")") else f"{sampled} ({proved})"
     return verdict_sentence_sampled(result)
 
@@ -267,6 +283,7 @@ def topology_json(verdict: TopologyVerdict) -> dict:
         "proof": verdict.proof, "proof_terms": verdict.proof_terms,
         "proof_method": verdict.proof_method, "proof_seconds": round(verdict.proof_seconds, 4),
         "proof_bytes": verdict.proof_bytes, "proof_outputs": verdict.proof_outputs,
+        "proof_iterations": verdict.proof_iterations, "proof_held": list(verdict.proof_held),
     }
 
 
@@ -279,7 +296,7 @@ def result_json(result: VerificationResult, *, include_modules: bool = False) ->
         "changed": result.changed, "topologies": [str(t) for t in result.topologies],
         "contract": str(result.contract), "trials": result.trials, "seed": result.seed,
         "compared": result.compared, "classification": result.classification,
-        "proof": result.proof,
+        "proof": result.proof, "proof_iterations": result.proof_iterations,
         "warnings": result.warnings, "notes": result.notes,
         "counterexample": counterexample_json(cex),
         "topology_results": [topology_json(v) for v in result.topology_results],

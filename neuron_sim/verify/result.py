@@ -118,7 +118,13 @@ class TopologyVerdict:
     target: HloModule | None = None
     changed: bool | None = None
     rewrites: list[str] = field(default_factory=list)
-    proof: str | None = None                    # a CORRECT verdict's kind: "all-inputs", "sampled"
+    proof: str | None = None                    # a CORRECT verdict's kind: "all-inputs",
+                                                # "bounded" (all inputs on which every loop
+                                                # on data ends within proof_iterations),
+                                                # "sampled"
+    proof_iterations: int | None = None         # "bounded": the loop iterations unrolled
+    proof_held: tuple[int, ...] = ()            # entry parameters of the compared source held
+                                                # at values the rewrite folded in (ReplaceRng)
     proof_terms: int = 0                        # term-table size of the symbolic proof
     proof_method: str | None = None             # "elements" (a term per element) or
                                                 # "positions" (a term per output, symbolic
@@ -171,11 +177,22 @@ class VerificationResult:
     @property
     def proof(self) -> str | None:
         """For a CORRECT result: "all-inputs" when every topology's verdict is proved for all
-        inputs (verifier.py, from the proof's facts), else "sampled"; None otherwise."""
+        inputs (verifier.py, from the proof's facts), "bounded" when each is that or proved
+        for all inputs up to a number of loop iterations, else "sampled"; None otherwise."""
         if self.status is not Status.CORRECT:
             return None
         proofs = [v.proof for v in self.topology_results]
-        return "all-inputs" if proofs and all(p == "all-inputs" for p in proofs) else "sampled"
+        if proofs and all(p == "all-inputs" for p in proofs):
+            return "all-inputs"
+        return "bounded" if proofs and all(p in ("all-inputs", "bounded") for p in proofs) \
+            else "sampled"
+
+    @property
+    def proof_iterations(self) -> int | None:
+        """For a "bounded" proof: the fewest loop iterations any topology's proof covers."""
+        bounds = [v.proof_iterations for v in self.topology_results
+                  if v.proof == "bounded" and v.proof_iterations is not None]
+        return min(bounds) if bounds else None
 
     @property
     def ok(self) -> bool:

@@ -16,7 +16,7 @@ verifier with some options replaced, never the settings spelled out again.
 from __future__ import annotations
 
 import resource
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from neuron_sim.hlo.ir import HloModule
 from neuron_sim.interpreter.memory import MemoryLimitExceeded, require_memory
@@ -219,8 +219,8 @@ class Verifier:
                                contract=options.contract, runner=self.runner,
                                timeout=options.timeout, checks=options.checks)
 
-    def _proved(self, source: HloModule, target: HloModule,
-                verdict: TopologyVerdict) -> TopologyVerdict:
+    def _proved(self, source: HloModule, target: HloModule, verdict: TopologyVerdict,
+                fixed: Mapping[int, Any] | None = None) -> TopologyVerdict:
         """A sampled ``verdict`` with its proof for all inputs, or overturned by it.
 
         Equal terms -> ``proof`` is "all-inputs"; unsupported -> "sampled" with a note naming
@@ -238,7 +238,8 @@ class Verifier:
             return verdict
         topology, contract = verdict.topology, options.contract
         facts = proof_facts(source, target, topology, contract=contract, seed=options.seed,
-                            timeout=options.timeout, max_memory=options.max_memory)
+                            timeout=options.timeout, max_memory=options.max_memory,
+                            fixed=fixed)
         proof = facts.proof
         verdict.proof_terms = proof.terms
         verdict.proof_method, verdict.proof_seconds = "elements", proof.seconds
@@ -342,8 +343,14 @@ class Verifier:
                 values[number] = value
             return runner(module, values, where, seed)
 
-        return self.derived(runner=fixed_runner)._checked(binding.source, binding.target,
-                                                          topology)
+        held = self.derived(runner=fixed_runner)
+        verdict = held._proved(binding.source, binding.target,
+                               held._checked(binding.source, binding.target, topology),
+                               fixed=binding.fixed)
+        if verdict.proof in ("all-inputs", "bounded"):
+            verdict.proof_held = tuple(sorted(binding.fixed))
+        _describe_outputs(verdict, binding.source)
+        return verdict
 
     # ----------------------------------------------------------------------------------------
     # Minimizing, and the breaking pass.

@@ -9,7 +9,7 @@ equal. See ``neuron_sim.proofs.symbolic.evaluator`` for what is modelled and whe
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -19,20 +19,25 @@ from neuron_sim.topology import Topology
 from neuron_sim.proofs.symbolic.evaluator import (Symbolic, SymbolicEvaluator, SymbolicReduction,
                                             SymbolicUnsupported)
 from neuron_sim.proofs.symbolic.terms import TermTable
-from neuron_sim.interpreter.values import leaves
+from neuron_sim.interpreter.values import Replicated, leaves
 
 __all__ = ["Symbolic", "SymbolicEvaluator", "SymbolicReduction", "SymbolicUnsupported",
            "TermTable", "run_symbolic"]
 
 
 def run_symbolic(module: HloModule, topology: Topology, table: TermTable,
-                 replicated: Sequence[Sequence[bool]], tag: str = "p") -> list[np.ndarray]:
+                 replicated: Sequence[Sequence[bool]], tag: str = "p",
+                 fixed: Mapping[int, np.ndarray] | None = None) -> list[np.ndarray]:
     """The output leaves of ``module`` on every device of ``topology`` as ``[D, *shape]``
     handles into ``table``; parameter leaf j of parameter i is one variable per element where
-    ``replicated[i][j]``, else one per (device, element). Raises ``SymbolicUnsupported``."""
+    ``replicated[i][j]``, else one per (device, element); a parameter number in ``fixed`` is
+    that concrete array on every device instead. Raises ``SymbolicUnsupported``."""
     evaluator = SymbolicEvaluator(module, topology, table)
+    arguments = evaluator.arguments(tag, replicated)
+    for number, value in (fixed or {}).items():
+        arguments[number] = Replicated(np.asarray(value))
     with np.errstate(all="ignore"):
-        result = evaluator.run_entry(evaluator.arguments(tag, replicated))
+        result = evaluator.run_entry(arguments)
     outputs = []
     devices = topology.num_devices
     for leaf in leaves(result):
