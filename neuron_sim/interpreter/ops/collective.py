@@ -13,6 +13,8 @@ values again, so the work after a collective stays cheap.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from neuron_sim.hlo import Opcode
@@ -75,14 +77,34 @@ class _Static:
 
     def __init__(self, ctx) -> None:
         inst = ctx.inst
-        self.kind = collective_kind(inst)
-        self.reading = read_collective(inst, ctx.evaluator.topology)
-        self.label = describe(inst)
+        self.kind, self.reading, self.label = _read(inst, ctx.evaluator.topology)
         self.reduction = None
         self.combine = None
         if self.reading.descriptor.reduces:
             self.reduction = binary_reducer(inst.get("to_apply"))
             self.combine = combiner(ctx)
+
+
+def _read(inst, topology) -> tuple:
+    """The instruction's kind, its reading on ``topology`` and its text, kept between executes
+    while the instruction's text (name, shape, operands, attributes) and the topology are the
+    same: building them costs more than a small collective (the text alone is 5-15% of a small
+    module's execute)."""
+    key = (topology, inst.name, inst.opcode, inst.shape,
+           tuple((o.name, o.shape) for o in inst.operands), tuple(inst.attrs.items()))
+    kept = _KEPT.get(inst)
+    if kept is not None:
+        try:
+            if kept[0] == key:
+                return kept[1]
+        except (TypeError, ValueError):  # an attribute value that does not compare as a bool
+            pass
+    read = (collective_kind(inst), read_collective(inst, topology), describe(inst))
+    _KEPT[inst] = (key, read)
+    return read
+
+
+_KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _static(ctx) -> _Static:
