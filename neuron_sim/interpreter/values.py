@@ -133,11 +133,21 @@ def restrict(value: Value, rows: np.ndarray) -> Value:
     kind = type(value)
     if kind is PerDevice:
         return PerDevice(value.array[rows])
-    if kind is TupleValue:
-        if not any(type(e) is not Replicated for e in value.elements):
-            return value  # held once on every row
-        return TupleValue([restrict(e, rows) for e in value.elements])
-    return value
+    if kind is not TupleValue:
+        return value
+    elements = []
+    changed = False
+    for element in value.elements:
+        kind = type(element)
+        if kind is PerDevice:
+            element = PerDevice(element.array[rows])
+            changed = True
+        elif kind is TupleValue:
+            part = restrict(element, rows)
+            changed = changed or part is not element
+            element = part
+        elements.append(element)
+    return TupleValue(elements) if changed else value  # unchanged: held once on every row
 
 
 def merge(old: Value, rows: np.ndarray, new: Value, n: int) -> Value:

@@ -43,9 +43,10 @@ def row_flags(value, n: int) -> bool | np.ndarray:
         return bool(value.array)
     if isinstance(value, PerDevice):
         flags = np.asarray(value.array, bool).reshape(n)
-        if flags.all():
+        count = np.count_nonzero(flags)
+        if count == n:
             return True
-        if not flags.any():
+        if not count:
             return False
         return flags
     raise InterpreterError(f"expected a scalar predicate, got {value!r}")
@@ -65,8 +66,8 @@ def while_(ctx, initial):
         if flags is False:
             break
         if flags is not True:
-            keep = np.flatnonzero(flags)
-            leave = np.flatnonzero(~flags)
+            keep = flags.nonzero()[0]
+            leave = (~flags).nonzero()[0]
             here = np.arange(frame.n) if rows is None else rows
             stopped.append((here[leave], restrict(state, leave)))
             rows = here[keep]
@@ -118,10 +119,10 @@ def _branch_index(selector, count: int, indexed: bool
         flags = raw.astype(bool)
         if raw.ndim == 0:
             return 0 if flags else 1
-        true = np.flatnonzero(flags)
+        true = flags.nonzero()[0]
         if len(true) == len(flags) or not len(true):
             return 0 if len(true) else 1
-        return true, np.flatnonzero(~flags)
+        return true, (~flags).nonzero()[0]
     signed = raw.astype(np.int64) if raw.dtype.kind != "u" else \
         np.ascontiguousarray(raw).view(f"i{raw.dtype.itemsize}").astype(np.int64)
     index = np.where((signed < 0) | (signed >= count), count - 1, signed)
