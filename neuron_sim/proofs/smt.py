@@ -615,32 +615,81 @@ def decide(table: TermTable, pairs: Sequence[tuple[int, int]], rule: str, *,
 
 def _renaming_classes(formulas: list[Any]) -> list[Any]:
     """The first of each class of ``formulas`` that are the same formula up to a one-to-one
-    renaming of their free variables, in their order. Two formulas of a class are satisfiable
+    renaming of their free constants, in their order. Two formulas of a class are satisfiable
     together or not at all (a model of one, renamed, is a model of the other), so asking z3
     about one of each decides them all; and a model of the one asked is a model of a formula
     of the list, so a witness read from it is one. The key of a formula is the formula with
-    its variables renamed ``_v0, _v1, ...`` in the order a depth-first walk (operands left to
-    right) first meets them: z3 shares equal terms, so equal keys are the same term."""
+    its constants renamed ``_v0, _v1, ...`` in the order they first occur, operands left to
+    right (``_constants_in_order``): z3 shares equal terms, so equal keys are the same term
+    (while both live: z3 reuses the id of a freed term, so every key is kept until the end)."""
     kept: dict[int, Any] = {}
+    keys: list[Any] = []
+    orders: dict[int, tuple[int, ...]] = {}
+    constants: dict[int, Any] = {}
     for formula in formulas:
-        variables: list[Any] = []
-        seen: set[int] = set()
-        stack = [formula]
-        while stack:
-            node = stack.pop()
-            number = node.get_id()
-            if number in seen:
-                continue
-            seen.add(number)
-            if z3.is_const(node) and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-                variables.append(node)
-            elif z3.is_app(node):
-                stack.extend(reversed(node.children()))
-        renamed = z3.substitute(formula, *[(v, z3.Const(f"_v{n}", v.sort()))
-                                           for n, v in enumerate(variables)]) \
-            if variables else formula
+        order = _constants_in_order(formula, orders, constants)
+        renamed = z3.substitute(formula, *[
+            (c, z3.Const(f"_v{n}", c.sort()))
+            for n, c in enumerate(_z3_expr(constants[key], formula.ctx) for key in order)]) \
+            if order else formula
+        keys.append(renamed)
         kept.setdefault(renamed.get_id(), formula)
     return list(kept.values())
+
+
+def _z3_expr(ast: Any, ctx: Any) -> Any:
+    """A z3 expression object for a raw AST of ``ctx``."""
+    return z3.z3._to_expr_ref(ast, ctx)
+
+
+def _constants_in_order(formula: Any, orders: dict[int, tuple[int, ...]],
+                        constants: dict[int, Any]) -> tuple[int, ...]:
+    """The ids of ``formula``'s free constants (uninterpreted, no arguments) in the order they
+    first occur, operands left to right. Walks z3's C API (the Python objects cost tens of
+    times more per node); ``orders`` keeps each term's order by its id, shared between the
+    formulas of one call, and ``constants`` the constants' raw ASTs."""
+    core = z3.z3core
+    ctx = formula.ctx_ref()
+    application = z3.Z3_APP_AST
+    uninterpreted = z3.Z3_OP_UNINTERPRETED
+    stack: list[tuple[Any, int, list | None]] = [
+        (formula.as_ast(), core.Z3_get_ast_id(ctx, formula.as_ast()), None)]
+    while stack:
+        node, key, operands = stack.pop()
+        if key in orders:
+            continue
+        if operands is not None:  # every operand's order is known
+            orders[key] = tuple(dict.fromkeys(
+                c for operand in operands for c in orders[operand]))
+            continue
+        if core.Z3_get_ast_kind(ctx, node) != application:
+            orders[key] = ()
+            continue
+        count = core.Z3_get_app_num_args(ctx, node)
+        if count == 0:
+            if core.Z3_get_decl_kind(ctx, core.Z3_get_app_decl(ctx, node)) == uninterpreted:
+                orders[key] = (key,)
+                constants[key] = node
+            else:
+                orders[key] = ()
+            continue
+        args = [core.Z3_get_app_arg(ctx, node, i) for i in range(count)]
+        ids = [core.Z3_get_ast_id(ctx, a) for a in args]
+        stack.append((node, key, ids))
+        stack.extend((a, i, None) for a, i in zip(reversed(args), reversed(ids))
+                     if i not in orders)
+    return orders[core.Z3_get_ast_id(ctx, formula.as_ast())]
+
+
+def _ended(translator: _Translator, loops: Sequence[Sequence[np.ndarray]]) -> list[Any]:
+    """Per loop and row: not every condition of the loop holds there (it ends in the bound)."""
+    ended = []
+    for conditions in loops:
+        rows = max((len(c) for c in conditions), default=0)
+        for row in range(rows):
+            reached = [translator.expr(int(c[row if len(c) > 1 else 0])) for c in conditions]
+            ended.append(z3.Not(z3.And(*reached)))
+    return ended
 
 
 def _check(violation: Any, timeout_ms: int) -> tuple[Any, Any, str]:

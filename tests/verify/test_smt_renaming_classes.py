@@ -38,6 +38,29 @@ def test_renamed_formulas_are_one_class_and_shared_variables_are_not_renamed_apa
     assert [str(f) for f in kept] == ["x + y > 3", "x + x > 3"]
 
 
+def test_distinct_formulas_stay_distinct_classes_however_many():
+    """x_k * (k + 1) == k for k = 0..199 are 200 different formulas (each renamed to
+    _v0 * (k + 1) == k keeps its own constants), so 200 classes. z3 gives a freed term's id to
+    the next new term, so keys compared by id must all stay alive: a first version freed each
+    key after use and put these 200 into 2 classes, which would have left 198 formulas
+    unasked."""
+    xs = [z3.BitVec(f"x{k}", 8) for k in range(200)]
+    formulas = [xs[k] * (k + 1) == k for k in range(200)]
+    assert [f.get_id() for f in smt._renaming_classes(formulas)] == \
+        [f.get_id() for f in formulas]
+
+
+def test_the_query_is_not_decided_on_an_unrelated_formula():
+    """x != x is unsatisfiable, z == 3 is satisfiable: with both among the differing pairs'
+    violations, z3 must be asked about both, and the decision is refuted (a class merged by a
+    reused id would have dropped z == 3 and proved a false claim)."""
+    forms = [z3.BitVec(f"x{k}", 8) != z3.BitVec(f"x{k}", 8) for k in range(50)]
+    forms.append(z3.BitVec("z", 8) == 3)
+    kept = smt._renaming_classes(forms)
+    assert any(f.eq(forms[-1]) for f in kept)
+    assert len(kept) == 2
+
+
 def test_each_device_s_identical_difference_is_decided_by_one_query(monkeypatch):
     """select(p == q, p, q) is q whatever p is: where p == q the select gives p, which has q's
     bits (s32 equality is bit equality), and elsewhere q. So the rewrite to q is exact for all
