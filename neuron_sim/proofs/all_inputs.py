@@ -31,6 +31,7 @@ from neuron_sim.hlo.replication import declared_replication, spmd_topology
 from neuron_sim.passes.contracts import Contract
 from neuron_sim.topology import Topology
 from neuron_sim.proofs.smt import Decision, decide, rule_of
+from neuron_sim.proofs.symbolic.loops import LOOP_REST, LoopBound
 
 __all__ = ["PROOF_MODES", "Proof", "decide_differences", "prove", "separating_inputs",
            "symbolic_memory"]
@@ -57,6 +58,7 @@ class Proof:
     terms: int = 0               # term-table size
     seconds: float = 0.0
     pairs: list[tuple[int, int]] = field(default_factory=list)  # distinct differing handles
+    loop_bounds: list[LoopBound] = field(default_factory=list)  # the source's truncated loops
     table: TermTable | None = field(default=None, repr=False)
 
 
@@ -74,9 +76,10 @@ def prove(source: HloModule, target: HloModule, topology: Topology, *,
     start = time.perf_counter()
     table = TermTable()
     flags = replication_flags(source, topology)
+    bounds: list[LoopBound] = []
     try:
         with time_limit(timeout):
-            left = run_symbolic(source, topology, table, flags, fixed=fixed)
+            left = run_symbolic(source, topology, table, flags, fixed=fixed, loop_bounds=bounds)
             right = run_symbolic(target, topology, table, flags, fixed=fixed)
     except SymbolicUnsupported as exc:
         return Proof("unsupported", str(exc), terms=table.size,
@@ -114,7 +117,7 @@ def prove(source: HloModule, target: HloModule, topology: Topology, *,
                            f"source {s_term}, target {t_term}",
                  device=device, leaf=leaf, index=index, source_term=s_term,
                  target_term=t_term, terms=table.size, seconds=time.perf_counter() - start,
-                 pairs=distinct, table=table)
+                 pairs=distinct, table=table, loop_bounds=bounds)
 
 
 def opaque_in(table: TermTable, handle: int) -> str | None:
@@ -183,16 +186,57 @@ def symbolic_memory(module: HloModule, topology: Topology) -> int:
 
 
 def decide_differences(proof: Proof, contract: Contract) -> Decision:
-    """z3 on the differing term pairs under ``contract`` (``neuron_sim.proofs.smt``)."""
+    """z3 on the differing term pairs under ``contract`` (``neuron_sim.proofs.smt``). Where
+    the pairs hold a loop continued past its unrolled bound and that decides nothing, z3 is
+    asked again on the inputs on which the source's truncated loops end within their bounds:
+    a proof there is the bounded verdict (``Decision.iterations``), a refutation there a
+    witness within the bound."""
     rule = rule_of(contract)
     if rule is None or proof.table is None:
         return Decision("unknown", f"z3 has no predicate for the {contract.describe()} contract")
+    decision = _decide(proof, rule)
+    if decision.outcome == "proved" or not proof.loop_bounds or not any(
+            rest_in(proof.table, h) for pair in proof.pairs for h in pair):
+        return decision
+    bounded = _decide(proof, rule, [b.conditions for b in proof.loop_bounds])
+    if bounded.outcome == "unknown":
+        return decision
+    if bounded.outcome == "proved":
+        bounded.iterations = min(b.iterations for b in proof.loop_bounds)
+        bounded.reason += (f", on every input on which each loop of the source whose condition "
+                           f"depends on the inputs ends within {bounded.iterations} iterations")
+    return bounded
+
+
+def rest_in(table: TermTable, handle: int) -> bool:
+    """Whether ``handle``'s term holds a loop continued past its unrolled bound."""
+    seen: set[int] = set()
+    stack = [int(handle)]
+    while stack:
+        h = stack.pop()
+        if h < 0 or h in seen:
+            continue
+        seen.add(h)
+        signature, a, b = table.row(h)
+        kind = signature[0]
+        if kind == LOOP_REST:
+            return True
+        if kind in ("variable", "constant"):
+            continue
+        stack.extend(table.leaves(h) or () if kind == "multiset" else (a, b))
+    return False
+
+
+def _decide(proof: Proof, rule: str, assume_ended: list | None = None) -> Decision:
+    """z3 on the pairs under ``rule`` (the bf16 rounding case only when needed)."""
+    ended = assume_ended or ()
     parts = rule.split(" | ")
     if "bf16-rounding" in parts and len(parts) > 1:
         # The rounding case costs z3 two float conversions per pair: first ask without it
         # (a stronger predicate, so a proof of it is a proof of the contract).
         cheaper = decide(proof.table, proof.pairs,
-                         " | ".join(p for p in parts if p != "bf16-rounding"))
+                         " | ".join(p for p in parts if p != "bf16-rounding"),
+                         assume_ended=ended)
         if cheaper.outcome == "proved":
             return cheaper
-    return decide(proof.table, proof.pairs, rule)
+    return decide(proof.table, proof.pairs, rule, assume_ended=ended)

@@ -43,6 +43,7 @@ from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.lazy import LazyModule
 from neuron_sim.proofs.symbolic import TermTable
+from neuron_sim.proofs.symbolic.loops import LOOP_REST
 from neuron_sim.semantics.element_kinds import NotDefined
 from neuron_sim.semantics.elementwise import DEFINITIONS, Form, Sort, fold_is_exact, sort_of
 from neuron_sim.semantics.z3_terms import DIRECTIONS, fp_sort
@@ -71,6 +72,7 @@ class Decision:
     pair: int | None = None            # refuted: the index of a pair that breaks
     assignment: dict[tuple, Any] = field(default_factory=dict)  # variable row -> value
     seconds: float = 0.0
+    iterations: int | None = None      # proved only on inputs whose loops on data end within
 
 
 def _element_type(text: str) -> ElementType:
@@ -195,7 +197,7 @@ class _Translator:
     def _children(self, h: int) -> list[int]:
         signature, a, b = self.table.row(h)
         kind = signature[0]
-        if kind in ("variable", "constant"):
+        if kind in ("variable", "constant", LOOP_REST):
             return []
         if kind == "multiset":
             return list(self.table.leaves(h) or ())
@@ -241,6 +243,9 @@ class _Translator:
             if sort is Sort.BITS:
                 return z3.BitVecVal(pattern, width), et
             return z3.BoolVal(bool(pattern)), et
+        if kind == LOOP_REST:  # a loop continued past its bound: any value (see decide)
+            et = signature[5]
+            return z3.Const(f"{LOOP_REST}!{h}", _z3_sort(et)), et
         if kind == "multiset":
             opcode, et = signature[1], signature[2]
             if len(signature) > 3:
@@ -559,10 +564,13 @@ def predicate_of(rule: str) -> Callable[[Any, Any, ElementType], Any]:
 # -- the query ----------------------------------------------------------------------------------
 
 def decide(table: TermTable, pairs: Sequence[tuple[int, int]], rule: str, *,
-           timeout_ms: int = TIMEOUT_MS) -> Decision:
+           timeout_ms: int = TIMEOUT_MS,
+           assume_ended: Sequence[Sequence[np.ndarray]] = ()) -> Decision:
     """Does ``CONTRACT_PREDICATES[rule]`` hold on every (source, target) pair of handles for
     every assignment of the input variables? One z3 query: the disjunction of the predicate's
-    negations."""
+    negations. A loop continued past its unrolled bound (a ``loop-rest`` term) is any value;
+    ``assume_ended`` restricts the inputs to those on which each such loop ends within its
+    bound: per loop, the handles of its conditions (``[rows]`` each), on no row all true."""
     start = time.perf_counter()
     if len(pairs) > MAX_PAIRS:
         return Decision("unknown", f"{len(pairs)} distinct differing term pairs (z3 is asked "
@@ -571,14 +579,15 @@ def decide(table: TermTable, pairs: Sequence[tuple[int, int]], rule: str, *,
     predicate = predicate_of(rule)
     violations = []
     try:
+        assumed = _ended(translator, assume_ended)
         for source, target in pairs:
             s, t = translator.expr(source), translator.expr(target)
             s_type, t_type = translator.dtypes[int(source)], translator.dtypes[int(target)]
             if s_type != t_type:
                 return Decision("unknown", f"the source is {s_type} and the target {t_type}",
                                 seconds=time.perf_counter() - start)
-            violations.append(translator.defined(
-                z3.Not(z3.simplify(_aligned(predicate, s, t, s_type)))))
+            violations.append(translator.defined(z3.And(
+                *assumed, z3.Not(z3.simplify(_aligned(predicate, s, t, s_type))))))
     except NoModel as exc:
         return Decision("unknown", str(exc), seconds=time.perf_counter() - start)
     # Every device usually computes the same formula on its own variables: one violation per

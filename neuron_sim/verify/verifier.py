@@ -79,7 +79,8 @@ def _describe_outputs(verdict: TopologyVerdict, source: HloModule) -> None:
     shapes = list(source.entry.root.shape.leaves())
     verdict.proof_outputs = [
         {"output": number, "shape": str(shape), "proof": verdict.proof,
-         **({"reason": stopped} if stopped and verdict.proof != "all-inputs" else {})}
+         **({"iterations": verdict.proof_iterations} if verdict.proof == "bounded" else {}),
+         **({"reason": stopped} if stopped and verdict.proof == "sampled" else {})}
         for number, shape in enumerate(shapes)]
     if verdict.proof_bytes == 0 and verdict.proof_method is not None:
         verdict.proof_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -259,7 +260,8 @@ class Verifier:
             return verdict
         decision = facts.decision
         if decision.outcome == "proved":
-            verdict.proof = "all-inputs"
+            verdict.proof = "all-inputs" if decision.iterations is None else "bounded"
+            verdict.proof_iterations = decision.iterations
             verdict.notes.append(f"on topology {topology} the terms differ at {proof.reason}; "
                                  f"{decision.reason}")
             return verdict

@@ -85,3 +85,17 @@ def test_a_masked_exp_filled_with_zero_is_refuted():
     result = check_modules(source, target, ["1x1"], VerifyOptions(trials=1, minimize=False,
                                                                    proof="symbolic"))
     assert result.status is Status.UNSOUND, result.detail
+
+
+def test_exp_times_one_is_proved():
+    """exp(x) * 1 is exp(x) for every x (x * 1 is x in IEEE, NaN included): the same
+    uninterpreted exp on both sides, and z3's IEEE multiply, prove it."""
+    source = parse_module(EXP.replace("T[", "f32[").replace("N]", "4]"))
+    target = parse_module(EXP.replace("T[", "f32[").replace("N]", "4]").replace(
+        "ROOT %e = f32[4] exponential(%x)",
+        "%e = f32[4] exponential(%x)\n  %one = f32[] constant(1)\n"
+        "  %ones = f32[4] broadcast(%one), dimensions={}\n"
+        "  ROOT %r = f32[4] multiply(%e, %ones)"))
+    result = check_modules(source, target, ["1x1"], VerifyOptions(trials=1, minimize=False,
+                                                                   proof="symbolic"))
+    assert result.status is Status.CORRECT and result.proof == "all-inputs", result.notes

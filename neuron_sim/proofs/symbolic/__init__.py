@@ -27,17 +27,22 @@ __all__ = ["Symbolic", "SymbolicEvaluator", "SymbolicReduction", "SymbolicUnsupp
 
 def run_symbolic(module: HloModule, topology: Topology, table: TermTable,
                  replicated: Sequence[Sequence[bool]], tag: str = "p",
-                 fixed: Mapping[int, np.ndarray] | None = None) -> list[np.ndarray]:
+                 fixed: Mapping[int, np.ndarray] | None = None,
+                 loop_bounds: list | None = None) -> list[np.ndarray]:
     """The output leaves of ``module`` on every device of ``topology`` as ``[D, *shape]``
     handles into ``table``; parameter leaf j of parameter i is one variable per element where
     ``replicated[i][j]``, else one per (device, element); a parameter number in ``fixed`` is
-    that concrete array on every device instead. Raises ``SymbolicUnsupported``."""
+    that concrete array on every device instead. The loops on data truncated at their bound
+    (``loops.LoopBound``) are appended to ``loop_bounds`` if given. Raises
+    ``SymbolicUnsupported``."""
     evaluator = SymbolicEvaluator(module, topology, table)
     arguments = evaluator.arguments(tag, replicated)
     for number, value in (fixed or {}).items():
         arguments[number] = Replicated(np.asarray(value))
     with np.errstate(all="ignore"):
         result = evaluator.run_entry(arguments)
+    if loop_bounds is not None:
+        loop_bounds.extend(evaluator.loop_bounds)
     outputs = []
     devices = topology.num_devices
     for leaf in leaves(result):

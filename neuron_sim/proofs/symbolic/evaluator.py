@@ -38,6 +38,7 @@ from neuron_sim.interpreter.evaluator import Deadline, Evaluator, Frame, OpConte
 from neuron_sim.interpreter.ops.reduce import binary_reducer
 from neuron_sim.interpreter.ops.shape import from_physical, to_physical
 from neuron_sim.proofs.symbolic.arg_reduce import arg_reduce_terms
+from neuron_sim.proofs.symbolic.loops import LoopBound, unroll_while
 from neuron_sim.proofs.symbolic.terms import NONE, TermTable
 from neuron_sim.semantics.elementwise import is_commutative, reduces_as_multiset
 from neuron_sim.interpreter.transport import collective_kind
@@ -76,6 +77,7 @@ class SymbolicEvaluator(Evaluator):
         super().__init__(module, topology, LocalTransport(topology.num_devices),
                          deadline=deadline)
         self.table = table if table is not None else TermTable()
+        self.loop_bounds: list[LoopBound] = []  # loops on data truncated by ``unroll_while``
         self._symbolic_calls = 0  # > 0 while an op applies a computation to handles
         self._symbolic_elementwise: dict[HloComputation, Callable[..., object]] = {}
 
@@ -471,12 +473,17 @@ class SymbolicEvaluator(Evaluator):
 
     def _while(self, ctx: OpContext, state: Value) -> Value:
         """Iterations run symbolically while the condition is concrete and the same on every
-        row; from the first iteration where it depends on the inputs, the rest of the loop is
-        one opaque term of the state reached (``_opaque``)."""
+        row; from the first iteration where it depends on the inputs, the loop is unrolled to a
+        bound (``loops.unroll_while``), or where it cannot be, the rest of the loop is one
+        opaque term of the state reached (``_opaque``)."""
         condition, body = ctx.attr("condition"), ctx.attr("body")
         while True:
             decision = self.evaluate(condition, [state], ctx.frame)
             if has_symbolic(decision):
+                unrolled = unroll_while(self, ctx, state, decision, _fingerprint,
+                                        lambda c: _effect_in(c, device_ids=True))
+                if unrolled is not None:
+                    return unrolled
                 return self._opaque(ctx, [state], "the while condition depends on the inputs")
             if not bool(self._decision(decision, "the while condition depends on the inputs")):
                 return state
