@@ -82,6 +82,8 @@ class TermTable:
         self._commutative: set[int] = set()
         self._repeat: dict[int, tuple] = {}
         self._variables: dict[tuple, np.ndarray] = {}
+        self._slotted = 0  # rows placed in the hash slots
+        self._unslotted_ops: set[int] = set()  # variables reached through _variables only
         filler = self.operator(("zero-fill",))
         self.intern(filler, np.zeros(1, np.int64), np.zeros(1, np.int64))
 
@@ -152,18 +154,25 @@ class TermTable:
             pending = pending[occupied & ~found]
         return result
 
-    def _append(self, op: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    def _append(self, op: np.ndarray, a: np.ndarray, b: np.ndarray, *,
+                slotted: bool = True) -> np.ndarray:
+        """New rows; ``slotted``: placed in the hash slots, so that ``intern`` finds them."""
         count = len(op)
         if self.size + count > len(self._op):
             self._grow(self.size + count)
         handles = np.arange(self.size, self.size + count, dtype=np.int64)
         self._op[handles], self._a[handles], self._b[handles] = op, a, b
         self.size += count
-        if 2 * self.size > len(self._slots):
-            self._rehash(4 * self.size)
+        if slotted:
+            self._place(handles)
+        return handles
+
+    def _place(self, handles: np.ndarray) -> None:
+        self._slotted += len(handles)
+        if 2 * self._slotted > len(self._slots):
+            self._rehash(4 * self._slotted)
         else:
             self._insert(handles)
-        return handles
 
     def _grow(self, needed: int) -> None:
         capacity = max(needed, 2 * len(self._op))
@@ -177,7 +186,12 @@ class TermTable:
     def _rehash(self, slots: int) -> None:
         size = 1 << max(12, int(slots - 1).bit_length())
         self._slots = np.full(size, _EMPTY, np.int64)
-        self._insert(np.arange(self.size, dtype=np.int64))
+        rows = np.arange(self.size, dtype=np.int64)
+        if self._unslotted_ops:
+            unslotted = np.fromiter(self._unslotted_ops, np.int64, len(self._unslotted_ops))
+            rows = rows[~np.isin(self._op[:self.size], unslotted)]
+        self._slotted = len(rows)
+        self._insert(rows)
 
     def _insert(self, handles: np.ndarray) -> None:
         """Place ``handles`` in free slots by linear probing. Rows that reach the same free slot
@@ -218,7 +232,13 @@ class TermTable:
     def variables(self, signature: tuple, devices: np.ndarray | None,
                   shape: tuple[int, ...]) -> np.ndarray:
         """Fresh input variables: ``[len(devices), *shape]`` (one per device and element), or
-        ``shape`` when ``devices`` is None (one per element, the same on every device)."""
+        ``shape`` when ``devices`` is None (one per element, the same on every device).
+
+        Asked again for the same leaf (the second module of a proof) they are the same
+        handles, from a dict. The rows of a new signature are appended without a lookup and
+        stay out of the hash slots (a proof at hundreds of devices holds more input variables
+        than other terms): they are found through this method only, and placed in the slots
+        if the signature is ever asked for with other devices or shape."""
         fresh = ("variable", *signature) not in self._operator_ids
         op = self.operator(("variable", *signature))
         rows = np.full(1, -1, np.int64) if devices is None else np.asarray(devices, np.int64)
@@ -231,8 +251,12 @@ class TermTable:
         b = np.tile(elements, len(rows))
         if fresh and len(np.unique(rows)) == len(rows):
             # a new operator has no rows yet and these are all distinct: nothing to look up
-            handles = self._append(np.full(len(a), op, np.int64), a, b)
+            self._unslotted_ops.add(op)
+            handles = self._append(np.full(len(a), op, np.int64), a, b, slotted=False)
         else:
+            if op in self._unslotted_ops:
+                self._unslotted_ops.discard(op)
+                self._place(np.flatnonzero(self._op[:self.size] == op).astype(np.int64))
             handles = self.intern(op, a, b)
         handles = handles.reshape(shape) if devices is None else \
             handles.reshape(len(rows), *shape)

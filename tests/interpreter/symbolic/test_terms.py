@@ -154,7 +154,9 @@ def test_variables_are_distinct_fresh_rows_and_the_same_when_asked_again():
     """A per-device leaf of 3 devices x 4 elements: 12 distinct handles, each the row
     (variable op, device, element); asking again (the second module of a proof) gives the same
     handles; another signature, or the same signature replicated, gives other variables; and
-    interning a variable's row directly finds the handle the fast path created."""
+    the same signature asked for on devices 1..4 gives devices 1 and 2 the handles they got
+    first (the rows kept out of the hash slots are placed there then) and devices 3, 4 new
+    ones."""
     table = TermTable(capacity=16)
     devices = np.arange(3)
     x = table.variables(("x", "f32", 0), devices, (2, 2))
@@ -166,8 +168,11 @@ def test_variables_are_distinct_fresh_rows_and_the_same_when_asked_again():
     assert not set(shared.ravel().tolist()) & set(x.ravel().tolist())
     op = table.row(int(x[2, 1, 0]))[0]
     assert op == ("variable", "x", "f32", 0) and table.row(int(x[2, 1, 0]))[1:] == (2, 2)
-    (found,) = table.intern(table.operator(op), np.array([2]), np.array([2]))
-    assert found == x[2, 1, 0]
+    later = table.variables(("x", "f32", 0), np.arange(1, 5), (2, 2))
+    assert np.array_equal(later[:2], x[1:])
+    assert not set(later[2:].ravel().tolist()) & set(x.ravel().tolist())
+    assert len(set(later[2:].ravel().tolist())) == 8
+    assert table.row(int(later[3, 0, 1]))[1:] == (4, 1)
 
 
 def test_a_groups_positions_fold_into_one_multiset_whatever_their_order():
