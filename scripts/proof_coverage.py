@@ -1,14 +1,17 @@
-"""How many of the closer's CORRECT verdicts on the JAX corpus are proofs for all inputs, and
-what stops the others.
+"""How many of the closer's CORRECT verdicts on a corpus are proofs for all inputs, and what
+stops the others.
 
-    python scripts/proof_coverage.py [--every N] [--trials N] [--only PREFIX ...] [--json OUT]
+    python scripts/proof_coverage.py [--corpus jax|jax_0_12|torch_xla] [--every N] [--trials N]
+                                     [--only PREFIX ...] [--json OUT]
 
-For every N-th runnable module of tests/data/jax/ (MANIFEST.json ``runnable``, default every
-second one) on its header's topology: ``verify --pipeline neuron-closer`` without the debug
-injector (as ``scripts/closer_corpus.py``), and for each CORRECT verdict its proof
-("all-inputs", or "sampled" with the construct that stopped the proof, taken from the
-verdict's note). Prints one line per module, then the table: verdicts, the share of CORRECT
-verdicts proved for all inputs, and the stopping constructs by frequency.
+For every N-th module of the corpus (default every second one; tests/data/jax/ by default:
+MANIFEST.json ``runnable``; jax_0_12 the same; torch_xla every module of every entry, the
+partitioned and the final one) on its header's topology: ``verify --pipeline neuron-closer``
+without the debug injector (as ``scripts/closer_corpus.py``), and for each CORRECT verdict its
+proof ("all-inputs"; "bounded": all inputs up to N loop iterations; or "sampled" with the
+construct that stopped the proof, taken from the verdict's note). Prints one line per module,
+then the table: verdicts, the share of CORRECT verdicts proved for all inputs (and up to a loop
+bound), and the stopping constructs by frequency.
 """
 
 from __future__ import annotations
@@ -30,7 +33,22 @@ from neuron_sim.verify.api import VerifyOptions, check_pass  # noqa: E402
 from neuron_sim.verify.result import Status  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from closer_corpus import CORPUS, closer_keys, runnable_modules  # noqa: E402
+from closer_corpus import closer_keys  # noqa: E402
+
+CORPORA = ("jax", "jax_0_12", "torch_xla")
+
+
+def corpus_modules(corpus: str, only: list[str]) -> list[Path]:
+    """The corpus's module files in manifest order, those starting with a prefix of ``only``
+    if any: the runnable ones of a JAX corpus, every module of a PyTorch/XLA entry."""
+    directory = ROOT / "tests" / "data" / corpus
+    manifest = json.loads((directory / "MANIFEST.json").read_text())
+    if corpus == "torch_xla":
+        files = [name for case in manifest for name in case["modules"]]
+    else:
+        files = [f"{case['name']}.hlo" for case in manifest if case.get("runnable")]
+    return [directory / name for name in files
+            if not only or any(name.startswith(prefix) for prefix in only)]
 
 # What stopped a proof, read from the reason's words (most specific first).
 CONSTRUCTS = (
@@ -67,15 +85,18 @@ def construct_of(reason: str) -> str:
     return "other: " + reason[:80]
 
 
-def record_of(name: str, trials: int) -> dict[str, Any]:
+def record_of(path: Path, trials: int) -> dict[str, Any]:
     """One module's verdict through the closer and what its proof established."""
-    module = parse_module_file(str(CORPUS / f"{name}.hlo"))
+    name = path.name.removesuffix(".hlo")
+    module = parse_module_file(str(path))
     keys, _ = closer_keys(with_inject=False)
     started = time.perf_counter()
     result = check_pass(module, keys, options=VerifyOptions(trials=trials, minimize=False))
     record: dict[str, Any] = {"module": name, "status": str(result.status),
                               "proof": result.proof, "seconds": time.perf_counter() - started}
-    if result.status is Status.CORRECT and result.proof != "all-inputs":
+    if result.proof == "bounded":
+        record["iterations"] = result.proof_iterations
+    if result.status is Status.CORRECT and result.proof == "sampled":
         reasons = [n.split(": ", 1)[1] for n in result.notes
                    if n.startswith("no proof for all inputs")]
         record["stopped_by"] = reasons[0] if reasons else "; ".join(result.notes)[:200]
@@ -85,17 +106,18 @@ def record_of(name: str, trials: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", choices=CORPORA, default="jax")
     parser.add_argument("--every", type=int, default=2)
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--only", nargs="*", default=[], metavar="PREFIX")
     parser.add_argument("--json", metavar="OUT.json")
     args = parser.parse_args(argv)
     records = []
-    for name in runnable_modules(args.only)[::args.every]:
+    for path in corpus_modules(args.corpus, args.only)[::args.every]:
         try:
-            record = record_of(name, args.trials)
+            record = record_of(path, args.trials)
         except Exception as exc:  # noqa: BLE001 - one module's crash is its own line
-            record = {"module": name, "status": "RAISED", "proof": None,
+            record = {"module": path.name, "status": "RAISED", "proof": None,
                       "stopped_by": f"{type(exc).__name__}: {exc}"[:200]}
         records.append(record)
         extra = f" ({record['construct']}: {record['stopped_by'][:100]})" \
@@ -105,11 +127,13 @@ def main(argv: list[str] | None = None) -> int:
     statuses = Counter(r["status"] for r in records)
     correct = [r for r in records if r["status"] == "CORRECT"]
     proved = sum(r["proof"] == "all-inputs" for r in correct)
+    bounded = sum(r["proof"] == "bounded" for r in correct)
     constructs = Counter(r["construct"] for r in correct if "construct" in r)
     print(f"\n{len(records)} modules: " + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())))
     if correct:
         print(f"CORRECT proved for all inputs: {proved} of {len(correct)} "
-              f"({100 * proved / len(correct):.1f} %)")
+              f"({100 * proved / len(correct):.1f} %); for all inputs up to a loop bound: "
+              f"{bounded} more")
     print("\n| stopped by | CORRECT verdicts |\n|---|---|")
     for construct, count in constructs.most_common():
         print(f"| {construct} | {count} |")
