@@ -108,3 +108,23 @@ def test_an_op_that_reads_the_device_id_inside_is_not_opaque():
     module = parse_module(DEVICE_SORT)
     proof = prove(module, module.clone(), Topology(1, 2))
     assert proof.outcome == "unsupported" and "partition-id" in proof.reason
+
+
+BITS = """HloModule b
+ENTRY %main (state: u64[2]) -> (u64[2], u32[4]) {
+  %state = u64[2] parameter(0)
+  ROOT %g = (u64[2], u32[4]) rng-bit-generator(%state), algorithm=ALGORITHM
+}
+"""
+
+
+def test_an_rng_bit_generator_is_a_function_of_its_state():
+    """rng-bit-generator draws nothing: its bits are a fixed function of the state operand
+    (XLA's definition), so the same generator on the same input state is equal for all
+    inputs, and a changed algorithm (philox instead of three-fry: different bits for almost
+    every state) stops the proof instead of being proved."""
+    module = parse_module(BITS.replace("ALGORITHM", "rng_three_fry"))
+    assert prove(module, module.clone(), Topology(1, 1)).outcome == "equal"
+    other = parse_module(BITS.replace("ALGORITHM", "rng_philox"))
+    proof = prove(module, other, Topology(1, 1))
+    assert proof.outcome == "unsupported" and "rng-bit-generator" in proof.reason

@@ -568,7 +568,10 @@ class SymbolicEvaluator(Evaluator):
         ``why`` (``all_inputs.prove``). Refused for ops whose effects reach beyond the
         device (a collective, rng, I/O or custom-call inside)."""
         inst = ctx.inst
-        if inst.opcode is Opcode.CUSTOM_CALL or inst.opcode.category in _EFFECT_CATEGORIES:
+        # rng-bit-generator is a function of its state operand (its algorithm is fixed):
+        # unlike rng it draws nothing, so it is compared as a whole like any other op.
+        if inst.opcode is Opcode.CUSTOM_CALL or (inst.opcode.category in _EFFECT_CATEGORIES
+                                                 and inst.opcode is not Opcode.RNG_BIT_GENERATOR):
             raise SymbolicUnsupported(why)
         for computation in inst.called_computations:
             effect = _effect_in(computation, device_ids=True)
