@@ -139,8 +139,9 @@ def index_only(text: str) -> str:
     """The module returning only the index leaf, as ``jnp.argmax`` does (the value leaf of the
     rewrite is a plain reduce-max: the pass's documented signed-zero difference)."""
     head, entry = text.split("ENTRY")
-    entry = entry.replace(") -> (", ") -> s32[] (").replace(") -> s32[] (f32[], s32[])", ") -> s32[]")
-    entry = entry.replace(") -> s32[] (s32[], s32[])", ") -> s32[]").replace("ROOT %r", "%r")
+    for values in ("f32", "s32"):
+        entry = entry.replace(f") -> ({values}[], s32[])", ") -> s32[]")
+    entry = entry.replace("ROOT %r", "%r")
     entry = entry.rstrip().rstrip("}") + "  ROOT %i = s32[] get-tuple-element(%r), index=1\n}\n"
     return head + "ENTRY" + entry
 
