@@ -213,3 +213,39 @@ ENTRY main {{
     kernel, _ = bound_kernel(root)
     general = REGISTRY[Opcode.COMPARE].fn(OpContext(None, root, Frame(None, 2)), a, b)
     assert np.asarray(kernel(a, b)).tobytes() == np.asarray(general).tobytes()
+
+
+_INTEGERS = ["pred", "s4", "u4", "s8", "u8", "s16", "u16", "s32", "u32", "s64", "u64"]
+
+
+@pytest.mark.parametrize("source", _INTEGERS)
+@pytest.mark.parametrize("target", _INTEGERS)
+def test_a_bound_integer_convert_equals_the_registered_convert(source, target):
+    """Between integer and pred types a plan binds convert to a cast (or ``!= 0``, or the
+    identity); on the same operands it gives what the op table's convert gives, bit for bit,
+    the extremes of every type included (wrap-around: u32 4294967295 -> s32 -1)."""
+    from neuron_sim.hlo import Opcode
+    from neuron_sim.interpreter.evaluator import Frame, OpContext
+    from neuron_sim.interpreter.ops import REGISTRY
+    from neuron_sim.interpreter.ops.elementwise import bound_kernel
+
+    module = _module(f"""HloModule m
+ENTRY main {{
+  a = {source}[16] parameter(0)
+  ROOT c = {target}[16] convert(a)
+}}""")
+    root = module.entry.root
+    dtype = root.operand(0).shape.element_type.numpy_dtype
+    et = root.operand(0).shape.element_type
+    if dtype == np.bool_:
+        x = np.arange(32).reshape(2, 16) % 3 == 0
+    else:
+        low = -(1 << (et.bits - 1)) if et.is_signed else 0
+        high = (1 << (et.bits - 1)) - 1 if et.is_signed else (1 << et.bits) - 1
+        x = np.array([[low, high, 0, 1, low + 1, high - 1, 2, 3] * 2,
+                      [high, low, 5, 7, 1, 0, 6, 4] * 2], dtype=dtype)
+    bound = bound_kernel(root)
+    general = REGISTRY[Opcode.CONVERT].fn(OpContext(None, root, Frame(None, 2)), x)
+    result = np.asarray(bound[0](x))
+    assert result.dtype == np.asarray(general).dtype
+    assert result.tobytes() == np.asarray(general).tobytes()

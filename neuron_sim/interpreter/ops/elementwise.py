@@ -19,7 +19,7 @@ import numpy as np
 
 # (also imported from here by the reduce and collective ops)
 from neuron_sim.conversions import wrap_int as _wrap_int
-from neuron_sim.hlo import HloInstruction, Opcode
+from neuron_sim.hlo import ElementType, HloInstruction, Opcode
 from neuron_sim.hlo.shapes import ArrayShape
 from neuron_sim.semantics.element_kinds import (NotDefined, domain_of_type, element_type_of,
                                                 int_work_dtype as _int_work_dtype,
@@ -191,6 +191,11 @@ def bound_kernel(inst: HloInstruction) -> tuple[Callable[..., np.ndarray],
         if typed.shape.element_type.numpy_dtype in _OWN_TYPE_COMPARISONS and not total_order:
             return _DIRECTIONS[str(direction)], bound
         return functools.partial(kernel, direction=str(direction), total_order=total_order), bound
+    if opcode is Opcode.CONVERT:
+        source, target = typed.shape.element_type, shape.element_type
+        if (source.is_integral or source is ElementType.PRED) and \
+                (target is ElementType.PRED or (target.is_integral and target.bits >= 8)):
+            return _integer_convert(source.numpy_dtype, target), ()
     if opcode in (Opcode.CONVERT, Opcode.BITCAST_CONVERT):
         return functools.partial(kernel, target=shape.element_type), ()
     if opcode is Opcode.REDUCE_PRECISION:
@@ -212,6 +217,19 @@ _DIRECTIONS = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_
 _OWN_TYPE_COMPARISONS = frozenset(np.dtype(t) for t in (
     np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64, np.bool_,
     np.float32, np.float64))
+
+
+def _integer_convert(source: np.dtype, target: ElementType) -> Callable[..., np.ndarray]:
+    """convert between integer and pred types as the definition's kernel computes it: the
+    same storage type is the identity, to pred is ``!= 0``, to an integer of 8 bits or more
+    is numpy's cast (two's complement wrap-around); tests/interpreter/test_plans.py holds it
+    equal to the op table's convert."""
+    dtype = target.numpy_dtype
+    if np.dtype(source) == dtype:
+        return lambda x: x
+    if target is ElementType.PRED:
+        return lambda x: x != 0
+    return lambda x: x.astype(dtype)
 
 
 def not_defined(inst: HloInstruction, missing: NotDefined) -> InterpreterError:
