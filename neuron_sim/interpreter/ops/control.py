@@ -94,8 +94,8 @@ def conditional(ctx, selector, *operands):
     if isinstance(index, tuple):  # a predicate: the rows of the true and of the false branch
         taken = enumerate(index)
     else:
-        taken = ((branch, np.flatnonzero(index == branch))
-                 for branch in np.flatnonzero(np.bincount(index, minlength=len(branches))))
+        taken = ((branch, (index == branch).nonzero()[0])
+                 for branch in np.bincount(index, minlength=len(branches)).nonzero()[0])
     parts = []
     for branch, rows in taken:
         result = ctx.call(branches[branch], [restrict(operands[branch], rows)],
