@@ -64,6 +64,13 @@ def _distinct_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return order[new], inverse
 
 
+# A multiset batch of at least this many leaves is remembered (with the last one before it):
+# a proof folds the same all-reduce operand again in the target's reduce-scatter, or in the
+# same all-reduce when the target leaves it alone, and recognising it (a hash and one
+# comparison) costs a tenth of folding it.
+_RECALLED_LEAVES = 1 << 12
+
+
 class TermTable:
     """Hash-consed terms; ``intern`` maps arrays of rows to arrays of handles."""
 
@@ -75,13 +82,14 @@ class TermTable:
         self._a = np.zeros(capacity, np.int64)
         self._b = np.zeros(capacity, np.int64)
         self._slots = np.full(2 * capacity, _EMPTY, np.int64)
-        self._leaf_start = np.full(capacity, -1, np.int64)
+        self._leaf_start = np.zeros(capacity, np.int64)  # meaningful where _leaf_count > 0
         self._leaf_count = np.zeros(capacity, np.int64)
         self._pool = np.zeros(1 << 10, np.int64)
         self._pool_size = 0
         self._commutative: set[int] = set()
         self._repeat: dict[int, tuple] = {}
         self._variables: dict[tuple, np.ndarray] = {}
+        self._recent_multisets: list[tuple[int, int, np.ndarray, np.ndarray]] = []
         self._slotted = 0  # rows placed in the hash slots
         self._unslotted_ops: set[int] = set()  # variables reached through _variables only
         filler = self.operator(("zero-fill",))
@@ -176,11 +184,10 @@ class TermTable:
 
     def _grow(self, needed: int) -> None:
         capacity = max(needed, 2 * len(self._op))
-        for name, fill in (("_op", 0), ("_a", 0), ("_b", 0), ("_leaf_start", -1),
-                           ("_leaf_count", 0)):
+        for name in ("_op", "_a", "_b", "_leaf_start", "_leaf_count"):
             old = getattr(self, name)
-            new = np.full(capacity, fill, np.int64)
-            new[:len(old)] = old
+            new = np.zeros(capacity, np.int64)  # (zeroed lazily by the OS: only copied rows
+            new[:len(old)] = old                # and rows later appended touch memory)
             setattr(self, name, new)
 
     def _rehash(self, slots: int) -> None:
@@ -274,6 +281,21 @@ class TermTable:
         rows = flat.shape[0]
         if rows == 0:
             return np.zeros(batch, np.int64)
+        if flat.size < _RECALLED_LEAVES:
+            return self._multisets(op, flat, k).reshape(batch)
+        flat = np.ascontiguousarray(flat)
+        key = hash(flat.data.tobytes())
+        for known_op, known_key, known, result in self._recent_multisets:
+            if known_op == op and known_key == key and known.shape == flat.shape and \
+                    np.array_equal(known, flat):
+                return result.reshape(batch).copy()
+        result = self._multisets(op, flat, k)
+        self._recent_multisets = [(op, key, flat, result), *self._recent_multisets[:1]]
+        return result.reshape(batch).copy()
+
+    def _multisets(self, op: int, flat: np.ndarray, k: int) -> np.ndarray:
+        """``multiset`` of the rows of ``flat`` (``(rows, k)``)."""
+        rows = flat.shape[0]
         nested = self._op[flat] == op
         if nested.any():
             matrix, lengths = self._flatten(flat, nested)
@@ -286,7 +308,7 @@ class TermTable:
             several = self._repeated(op, matrix, lengths, several, result)
         if several.size:
             result[several] = self._multiset_rows(op, matrix[several], lengths[several])
-        return result.reshape(batch)
+        return result
 
     def _multiset_rows(self, op: int, matrix: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         """The multiset term of each row's first ``lengths[r]`` sorted leaves, in one interning
@@ -309,10 +331,15 @@ class TermTable:
         while pending.size:
             before = self.size
             made = self.intern(op, fingerprint[pending], lengths[pending] + (salt << 40))
-            fresh = made >= before
-            if fresh.any():
-                self._store_leaves(made[fresh], matrix[pending[fresh]], lengths[pending[fresh]])
-            same = self._leaves_equal(made, matrix[pending], lengths[pending])
+            fresh = np.flatnonzero(made >= before)
+            same = np.zeros(len(pending), bool)
+            if fresh.size:  # the row whose leaves a new handle stores is equal by construction
+                stored = self._store_leaves(made[fresh], matrix[pending[fresh]],
+                                            lengths[pending[fresh]])
+                same[fresh[stored]] = True
+            check = np.flatnonzero(~same)
+            same[check] = self._leaves_equal(made[check], matrix[pending[check]],
+                                             lengths[pending[check]])
             result[pending[same]] = made[same]
             pending = pending[~same]
             salt += 1
@@ -364,7 +391,8 @@ class TermTable:
         return matrix, lengths
 
     def _store_leaves(self, handles: np.ndarray, matrix: np.ndarray, lengths: np.ndarray
-                      ) -> None:
+                      ) -> np.ndarray:
+        """Store the leaves of the first row of each handle; returns those rows' indices."""
         handles, first = np.unique(handles, return_index=True)
         matrix, lengths = matrix[first], lengths[first]
         total = int(lengths.sum())
@@ -378,6 +406,7 @@ class TermTable:
         self._leaf_start[handles] = starts
         self._leaf_count[handles] = lengths
         self._pool_size += total
+        return first
 
     # -- reading terms ---------------------------------------------------------------------------
     def row(self, handle: int) -> tuple[tuple, int, int]:
