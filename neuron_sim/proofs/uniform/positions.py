@@ -18,7 +18,23 @@ Element terms are tuples:
 - ``("reduce", opcode, type, members)``: a reassociable reduction (a collective's sum over its
   group), a multiset of terms, as ``proofs/symbolic`` treats it;
 - ``("cases", ((condition, term), ...))``: exhaustive cases over the position (concatenate,
-  pad, dynamic-update-slice, all-gather, a device-dependent select of sources).
+  pad, dynamic-update-slice, all-gather, a device-dependent select of sources);
+- ``("call", instruction, device, leaf, index, evaluator)``: the element of ``instruction`` on
+  ``device`` at ``index``, by reference: its recipe is ``evaluator.body(...)``, the element
+  term at the formal position ``formal{k}``. A collective reads its members' operands this
+  way, so each (instruction, device) recipe is built once however many positions read it;
+- ``("dot", key, type, sizes, bound, lhs, rhs, instruction)``: a dot's element, the sum over
+  its contracting positions of lhs x rhs, kept uninterpreted: ``bound`` are z3 integers (one
+  per contracting dimension, in the listed order, ranging over ``sizes``) that stand for the
+  contracting positions inside the ``lhs`` and ``rhs`` element terms;
+- ``("fold", key, type, sizes, bound, operand, init, instruction)``: a reduce's element, the
+  fold of its computation (``key``: one binary op of its two parameters) over the reduced
+  dimensions, ``bound`` standing for the reduced positions in the operand's element term.
+
+A bound variable is named by its nesting level, ``bound{L}_{k}``, where L is one more than the
+deepest bound variable in the position the dot or reduce is asked at: the same computation at
+the same position gets the same names in both modules (so unchanged dots compare structurally),
+and a nested dot or reduce never captures an enclosing one's variable.
 
 Values computed from constants, iota, replica-id and partition-id alone are run by the
 ordinary interpreter first (small ones only), so device-dependent offsets are concrete numbers
@@ -44,7 +60,8 @@ from neuron_sim.topology import Topology
 
 z3 = LazyModule("z3")
 
-__all__ = ["CONCRETE_LIMIT", "PositionEvaluator", "PositionsUnsupported", "Term"]
+__all__ = ["CONCRETE_LIMIT", "PositionEvaluator", "PositionsUnsupported", "Term", "bound_variable",
+           "formals", "leaf_shape"]
 
 Term = tuple
 CONCRETE_LIMIT = 1 << 16  # elements x devices of a value the interpreter may compute concretely
@@ -56,6 +73,9 @@ _NOT_CONCRETE = {Opcode.PARAMETER, Opcode.RNG, Opcode.RNG_BIT_GENERATOR,
                  Opcode.RNG_GET_AND_UPDATE_STATE, Opcode.INFEED, Opcode.RECV, Opcode.RECV_DONE}
 _IGNORED_ATTRS = {"metadata", "sharding", "frontend_attributes", "backend_config",
                   "statistics", "statistics_viz", "origin", "control-predecessors"}
+# A dot's dimension numbers decide which elements meet; the element terms carry that.
+_DOT_NUMBERS = {"lhs_batch_dims", "rhs_batch_dims", "lhs_contracting_dims",
+                "rhs_contracting_dims"}
 
 
 def _reduction(opcode: Opcode, spelling: str, members: list[Term]) -> Term:
@@ -83,9 +103,28 @@ def _is_elementwise(opcode: Opcode) -> bool:
     return True
 
 
-def _attributes(inst: HloInstruction) -> str:
-    """The attributes that decide what an elementwise op computes, as comparable text."""
-    return repr(sorted((k, repr(v)) for k, v in inst.attrs.items() if k not in _IGNORED_ATTRS))
+def _attributes(inst: HloInstruction, also_ignored: frozenset[str] = frozenset()) -> str:
+    """The attributes that decide what an op computes, as comparable text."""
+    return repr(sorted((k, repr(v)) for k, v in inst.attrs.items()
+                       if k not in _IGNORED_ATTRS and k not in also_ignored))
+
+
+def formals(rank: int) -> list[Any]:
+    """The formal position of a called value (``call`` terms): one z3 integer per
+    dimension."""
+    return [z3.Int(f"formal{k}") for k in range(rank)]
+
+
+def leaf_shape(shape: Any, leaf: tuple[int, ...]) -> Any:
+    """The array shape of ``shape``'s leaf ``leaf``."""
+    for k in leaf:
+        shape = shape.elements[k]
+    return shape
+
+
+def bound_variable(level: int, k: int) -> Any:
+    """The ``k``-th bound variable of nesting level ``level`` (module docstring)."""
+    return z3.Int(f"bound{level}_{k}")
 
 
 def _as_int(expr: Any) -> int | None:
@@ -110,6 +149,7 @@ class PositionEvaluator:
         self._evaluator = Evaluator(module, topology, LocalTransport(self.devices))
         self._memo: dict[tuple, Term] = {}
         self._simple: dict[int, tuple[Any, Any]] = {}  # id -> (expression kept alive, simplified)
+        self._levels: dict[int, tuple[Any, int]] = {}  # id -> (expression, its binding level)
         self._compute_concrete()
 
     # -- values that depend on devices and constants only ------------------------------------
@@ -159,6 +199,23 @@ class PositionEvaluator:
             term = self._memo[key] = self._element(inst, device, simple, leaf)
         return term
 
+    def call(self, inst: HloInstruction, device: int, index: Sequence[Any],
+             leaf: tuple[int, ...] = ()) -> Term:
+        """A reference to ``inst``'s element on ``device`` at ``index``, by the function it
+        computes (``body``) rather than inlined: a collective reads its operand on every
+        member of its group at positions shifted per member, and inlining those would multiply
+        the distinct (instruction, position) pairs by the group size at every collective."""
+        simple = tuple(self._simplified(i) for i in index)
+        key = ("call", id(inst), device, tuple(i.get_id() for i in simple), leaf)
+        term = self._memo.get(key)
+        if term is None:
+            term = self._memo[key] = ("call", inst, device, leaf, simple, self)
+        return term
+
+    def body(self, inst: HloInstruction, device: int, leaf: tuple[int, ...]) -> Term:
+        """``inst``'s element term on ``device`` at its formal position (``formal{k}``)."""
+        return self.element(inst, device, formals(leaf_shape(inst.shape, leaf).rank), leaf)
+
     def _simplified(self, expr: Any) -> Any:
         """``expr`` simplified by z3, once per distinct expression (a collective asks for the
         same index on every member of its group)."""
@@ -174,7 +231,15 @@ class PositionEvaluator:
                  leaf: tuple[int, ...]) -> Term:
         opcode = inst.opcode
         if not leaf and inst in self.concrete:
-            return self._concrete_element(inst, device, index)
+            term = self._concrete_element(inst, device, index)
+            if term is not None:
+                return term
+            if opcode is Opcode.CONSTANT:
+                raise PositionsUnsupported(f"%{inst.name}: a constant table of "
+                                           f"{inst.shape.element_count} elements read at a "
+                                           "symbolic position")
+            # A larger table computed from iota and constants: its recipe, built from its
+            # operands like any other value (below).
         if opcode is Opcode.TUPLE:
             return self.element(inst.operands[leaf[0]], device, index, leaf[1:])
         if opcode is Opcode.GET_TUPLE_ELEMENT:
@@ -188,6 +253,10 @@ class PositionEvaluator:
                     inst.shape.element_type.spelling)
         if opcode in _MOVE:
             return self._move(inst, device, index)
+        if opcode is Opcode.DOT:
+            return self._dot(inst, device, index)
+        if opcode is Opcode.REDUCE:
+            return self._fold(inst, device, index)
         if opcode in (Opcode.ALL_REDUCE, Opcode.REDUCE_SCATTER, Opcode.ALL_GATHER,
                       Opcode.COLLECTIVE_PERMUTE):
             return self._collective(inst, device, index, leaf)
@@ -203,7 +272,10 @@ class PositionEvaluator:
         raise PositionsUnsupported(f"%{inst.name}: {opcode.spelling} has no model on symbolic "
                                    "positions")
 
-    def _concrete_element(self, inst: HloInstruction, device: int, index: list[Any]) -> Term:
+    def _concrete_element(self, inst: HloInstruction, device: int,
+                          index: list[Any]) -> Term | None:
+        """A concrete value's element: a constant when it is the same everywhere or the
+        position is concrete, cases over a small table; None for a larger table."""
         array = np.ascontiguousarray(self.concrete_on(inst, device))
         flat = array.reshape(-1)
         spelling = inst.shape.element_type.spelling
@@ -221,8 +293,7 @@ class PositionEvaluator:
                 value = array[position]
                 cases.append((condition, ("const", np.asarray(value).tobytes(), value, spelling)))
             return ("cases", tuple(cases))
-        raise PositionsUnsupported(f"%{inst.name}: a constant table of {flat.size} elements "
-                                   "read at a symbolic position")
+        return None
 
     def _read(self, inst: HloInstruction, device: int, index: list[Any],
               leaf: tuple[int, ...]) -> Term:
@@ -321,6 +392,80 @@ class PositionEvaluator:
             raw = [self.scalar(o, device, "a start index") for o in operands]
         return [min(max(s, 0), f - z) for s, f, z in zip(raw, full, sizes)]
 
+    # -- dot and reduce: uninterpreted sums over bound positions ------------------------------
+    def _level(self, index: Sequence[Any]) -> int:
+        """One more than the deepest bound variable in ``index`` (0 when there is none)."""
+        def level(expr: Any) -> int:
+            key = expr.get_id()
+            found = self._levels.get(key)
+            if found is not None:
+                return found[1]
+            if z3.is_const(expr) and expr.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+                name = expr.decl().name()
+                value = int(name[5:].split("_")[0]) + 1 if name.startswith("bound") else 0
+            else:
+                value = max((level(child) for child in expr.children()), default=0)
+            self._levels[key] = (expr, value)
+            return value
+        return max((level(i) for i in index), default=0)
+
+    def _dot(self, inst: HloInstruction, device: int, index: list[Any]) -> Term:
+        if len(inst.operands) != 2:
+            raise PositionsUnsupported(f"%{inst.name}: a sparse dot")
+        lhs, rhs = inst.operands
+        lhs_batch = list(inst.get("lhs_batch_dims") or ())
+        rhs_batch = list(inst.get("rhs_batch_dims") or ())
+        lhs_contract = list(inst.get("lhs_contracting_dims") or ())
+        rhs_contract = list(inst.get("rhs_contracting_dims") or ())
+        level = self._level(index)
+        bound = [bound_variable(level, k) for k in range(len(lhs_contract))]
+        at_lhs: list[Any] = [None] * lhs.shape.rank
+        at_rhs: list[Any] = [None] * rhs.shape.rank
+        position = iter(index)
+        for a, b in zip(lhs_batch, rhs_batch):
+            at_lhs[a] = at_rhs[b] = next(position)
+        for d in range(lhs.shape.rank):
+            if d not in lhs_batch and d not in lhs_contract:
+                at_lhs[d] = next(position)
+        for d in range(rhs.shape.rank):
+            if d not in rhs_batch and d not in rhs_contract:
+                at_rhs[d] = next(position)
+        for variable, a, b in zip(bound, lhs_contract, rhs_contract):
+            at_lhs[a] = at_rhs[b] = variable
+        sizes = tuple(lhs.shape.dims[d] for d in lhs_contract)
+        return ("dot", _attributes(inst, frozenset(_DOT_NUMBERS)),
+                inst.shape.element_type.spelling, sizes, tuple(bound),
+                self.element(lhs, device, at_lhs), self.element(rhs, device, at_rhs), inst)
+
+    def _fold_key(self, inst: HloInstruction) -> tuple:
+        """What a reduce's computation is, when it is one binary op of its two parameters:
+        (opcode, parameter order, the op's attributes)."""
+        computation = inst.get("to_apply")
+        root = computation.root
+        params = list(computation.parameters)
+        if len(params) != 2 or len(root.operands) != 2 or set(root.operands) != set(params) or \
+                not _is_elementwise(root.opcode):
+            raise PositionsUnsupported(f"%{inst.name}: its reduction computation is not one "
+                                       "binary op of its two parameters")
+        order = tuple(params.index(o) for o in root.operands)
+        return (root.opcode.spelling, order, _attributes(root),
+                root.shape.element_type.spelling)
+
+    def _fold(self, inst: HloInstruction, device: int, index: list[Any]) -> Term:
+        if len(inst.operands) != 2 or inst.shape.is_tuple:
+            raise PositionsUnsupported(f"%{inst.name}: a variadic reduce")
+        operand, init = inst.operands
+        reduced = sorted(int(d) for d in inst.dimensions)
+        level = self._level(index)
+        bound = [bound_variable(level, k) for k in range(len(reduced))]
+        position = iter(index)
+        at = [bound[reduced.index(d)] if d in reduced else next(position)
+              for d in range(operand.shape.rank)]
+        sizes = tuple(operand.shape.dims[d] for d in reduced)
+        return ("fold", self._fold_key(inst), inst.shape.element_type.spelling, sizes,
+                tuple(bound), self.element(operand, device, at), self.element(init, device, []),
+                inst)
+
     # -- collectives ---------------------------------------------------------------------------
     def _reducer(self, inst: HloInstruction) -> Opcode:
         computation = inst.get("to_apply")
@@ -348,7 +493,7 @@ class PositionEvaluator:
             if not senders:
                 zero = np.zeros((), inst.shape.element_type.numpy_dtype)
                 return ("const", zero.tobytes(), zero, spelling)
-            return self.element(inst.operands[0], senders[0], index)
+            return self.call(inst.operands[0], senders[0], index)
         group = next((g for g in reading.groups if device in g), None)
         if group is None:
             raise PositionsUnsupported(f"%{inst.name}: device {device} is in no group")
@@ -359,7 +504,7 @@ class PositionEvaluator:
                 raise PositionsUnsupported(f"%{inst.name}: a nested tuple all-reduce")
             reducer = self._reducer(inst)
             return _reduction(reducer, spelling,
-                              [self.element(operand, m, index) for m in group])
+                              [self.call(operand, m, index) for m in group])
         if len(inst.operands) != 1:
             raise PositionsUnsupported(f"%{inst.name}: a tuple {opcode.spelling}")
         dim = reading.dim
@@ -369,7 +514,7 @@ class PositionEvaluator:
             shard = inst.shape.dims[dim]
             at = list(index)
             at[dim] = index[dim] + group.index(device) * shard
-            return _reduction(reducer, spelling, [self.element(operand, m, at) for m in group])
+            return _reduction(reducer, spelling, [self.call(operand, m, at) for m in group])
         # all-gather: block k of the result is member k's operand.
         shard = operand.shape.dims[dim]
         cases = []
@@ -377,7 +522,7 @@ class PositionEvaluator:
             at = list(index)
             at[dim] = index[dim] - k * shard
             cases.append((z3.And(index[dim] >= k * shard, index[dim] < (k + 1) * shard),
-                          self.element(operand, member, at)))
+                          self.call(operand, member, at)))
         return ("cases", tuple(cases))
 
     def output_leaves(self) -> list[tuple[tuple[int, ...], Any]]:
