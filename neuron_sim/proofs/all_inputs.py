@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -27,14 +27,15 @@ from neuron_sim.interpreter.evaluator import time_limit
 from neuron_sim.interpreter.memory import estimate_memory
 from neuron_sim.proofs.symbolic import SymbolicUnsupported, TermTable, run_symbolic
 from neuron_sim.hlo.ir import HloModule
+from neuron_sim.hlo.literals import LiteralError
 from neuron_sim.hlo.replication import declared_replication, spmd_topology
 from neuron_sim.passes.contracts import Contract
 from neuron_sim.topology import Topology
 from neuron_sim.proofs.smt import Decision, decide, rule_of
 from neuron_sim.proofs.symbolic.loops import LOOP_REST, LoopBound
 
-__all__ = ["PROOF_MODES", "Proof", "decide_differences", "prove", "separating_inputs",
-           "symbolic_memory"]
+__all__ = ["PROOF_MODES", "Proof", "constant_inputs", "decide_differences", "prove",
+           "separating_inputs", "symbolic_memory"]
 
 PROOF_MODES = ("auto", "symbolic", "sampled")
 # Bytes per element of a symbolic run: its int64 handle in place of the element, and for a fresh
@@ -147,7 +148,51 @@ def separating_inputs(module: HloModule, topology: Topology, seed: int) -> list[
     """Distinct random values for every input variable (floats from a normal distribution,
     integers from a wide range), shaped per device unless the leaf is declared replicated: two
     different terms over the variables almost surely take different values on them."""
-    rng = np.random.default_rng(seed)
+    return _inputs(module, topology, np.random.default_rng(seed), _random)
+
+
+def constant_inputs(module: HloModule, others: Sequence[HloModule], topology: Topology,
+                    seed: int, limit: int = 8) -> list[list[Any]]:
+    """Input sets whose float elements all hold one float constant of ``module`` or ``others``
+    (one set per constant, at most ``limit``, 0 and 1 among them), the rest drawn as
+    ``separating_inputs``: where a rewrite changed a constant (ReplaceMinimumConstant's -inf ->
+    lowest), inputs equal to the new constant reach what random values never do — a masked
+    softmax row whose kept values are all lowest gives exp(lowest - lowest) = 1 where the
+    source had exp(-inf - lowest) = 0. Only witness candidates: the verifier runs them."""
+    found = {value for m in (module, *others) for value in _float_constants(m)}
+    pool = sorted(found - {0.0, 1.0}, key=lambda v: (np.isnan(v), v))[:max(0, limit - 2)]
+    sets = []
+    for number, value in enumerate([*pool, 0.0, 1.0]):
+        def draw(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype,
+                 value: float = value) -> np.ndarray:
+            if dtype.kind != "f":
+                return _random(rng, shape, dtype)
+            with np.errstate(over="ignore", invalid="ignore"):
+                return np.full(shape, value, np.float64).astype(dtype)
+        sets.append(_inputs(module, topology, np.random.default_rng(seed + number), draw))
+    return sets
+
+
+def _float_constants(module: HloModule) -> set[float]:
+    """The values of the scalar float constants in ``module``'s computations."""
+    found: set[float] = set()
+    for computation in module.computations:
+        for inst in computation.instructions:
+            shape = inst.shape
+            if inst.literal is None or not shape.is_array or shape.rank or \
+                    not shape.element_type.is_float:
+                continue
+            try:
+                found.add(float(np.asarray(inst.literal.value, np.float64)))
+            except (TypeError, ValueError, LiteralError):
+                continue
+    return found
+
+
+def _inputs(module: HloModule, topology: Topology, rng: np.random.Generator,
+            draw: Any) -> list[Any]:
+    """Every entry parameter leaf drawn by ``draw(rng, shape, dtype)``, shaped per device unless
+    the leaf is declared replicated."""
     values = []
     for param, flags in zip(module.entry.parameters, replication_flags(module, topology)):
         leaves = param.shape.leaves() if param.shape.is_tuple else [param.shape]
@@ -157,7 +202,7 @@ def separating_inputs(module: HloModule, topology: Topology, seed: int) -> list[
             replicated = flags[position] if position < len(flags) else False
             full = dims if replicated else (topology.num_devices, *dims)
             dtype = shape.element_type.numpy_dtype if shape.is_array else np.dtype(bool)
-            made.append(_random(rng, full, np.dtype(dtype)))
+            made.append(draw(rng, full, np.dtype(dtype)))
         values.append(tuple(made) if param.shape.is_tuple else made[0])
     return values
 

@@ -17,8 +17,9 @@ from typing import Any, Mapping
 
 from neuron_sim.hlo.ir import HloModule
 from neuron_sim.passes.contracts import Contract
-from neuron_sim.proofs.all_inputs import (Proof, decide_differences, prove, replication_flags,
-                                          separating_inputs, symbolic_memory)
+from neuron_sim.proofs.all_inputs import (Proof, constant_inputs, decide_differences, prove,
+                                          replication_flags, separating_inputs,
+                                          symbolic_memory)
 from neuron_sim.proofs.uniform import PositionsProof, prove_positions
 from neuron_sim.proofs.smt import Decision, place
 from neuron_sim.proofs.uniform.replay import witness_inputs
@@ -117,6 +118,7 @@ def proof_facts(source: HloModule, target: HloModule, topology: Topology, *,
         return ProofFacts(proof, decision)
     witnesses = [separating_inputs(source, topology, seed + attempt)
                  for attempt in range(WITNESS_TRIES)]
+    witnesses += constant_inputs(source, [target], topology, seed)
     if decision.outcome == "refuted":
         witnesses.insert(0, place(witnesses[0], decision.assignment))
     return ProofFacts(proof, decision, witnesses)

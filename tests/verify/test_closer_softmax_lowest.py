@@ -36,3 +36,17 @@ def test_the_closer_breaks_the_masked_softmax_at_the_lowest_value():
     cex = result.topology_results[0].counterexample
     assert cex.leaf == 1 and cex.index == (0, 0)
     assert float(cex.source_value) == 1.0 and np.isclose(float(cex.target_value), 1 / 6)
+
+
+def test_the_proof_finds_it_without_being_given_the_input():
+    """The sampled inputs never hold the lowest float, and z3 has no model of the row's float
+    sum; the proof's witness candidates include inputs whose floats all hold one constant of
+    the source or target — here every x = lowest, so any row with a kept and a masked element
+    has maximum lowest and differs as above — and the verifier confirms it: UNSOUND."""
+    module = parse_module_file(CORPUS / "compiled_rmc_where_max_softmax.hlo")
+    result = check_pass(module, named_pipeline("neuron-closer", [INJECT], {}), None,
+                        VerifyOptions(trials=3, minimize=False))
+    assert result.status is Status.UNSOUND
+    assert any("witness" in note for note in result.notes)
+    (x, _mask) = result.topology_results[0].counterexample.inputs
+    assert (np.asarray(x) == np.finfo(np.float32).min).all()
