@@ -477,6 +477,13 @@ def input_arrays(inputs: Sequence[Any]) -> dict[str, np.ndarray]:
     return arrays
 
 
+def content_key(inputs: Sequence[Any]) -> tuple:
+    """What a run sees of ``inputs`` (``input_arrays``: each array's key, dtype, shape and
+    bytes), as a dict key: two input sets with the same key run the same way."""
+    return tuple((name, a.dtype.str, a.shape, a.tobytes())
+                 for name, a in input_arrays(inputs).items())
+
+
 def input_signature(module: HloModule) -> list[Shape]:
     """The entry parameters' shapes, in parameter order."""
     return [param.shape for param in module.entry.parameters]

@@ -35,6 +35,7 @@ from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import ArrayShape
 from neuron_sim.topology import Topology
 from neuron_sim.passes.xla.dce import DeadCodeElimination
+from neuron_sim.verify.inputs import content_key
 from neuron_sim.verify.result import Minimized, Status, VerificationResult
 
 
@@ -279,7 +280,8 @@ class _Minimizer:
 
     def judge(self, before: HloModule, after: HloModule | None,
               topology: Topology, inputs: Sequence[Any] | None = None) -> _Case | None:
-        """The case if (before, after) on ``topology`` is still UNSOUND with the same line."""
+        """The case if (before, after) on ``topology`` is still UNSOUND with the same line.
+        With a rewrite, ``after`` is what it makes of ``before``."""
         if self.checks >= MAX_CHECKS:
             return None
         self.checks += 1
@@ -287,10 +289,30 @@ class _Minimizer:
             after = self.rewrite(before, topology)
             if after is None:
                 return None
+        return self._verdict(before, after, topology, inputs)
+
+    def _verdict(self, before: HloModule, after: HloModule, topology: Topology,
+                 inputs: Sequence[Any] | None) -> _Case | None:
         result = self.verifier.check_case(before, after, topology, inputs)
         if result.status is not Status.UNSOUND or result.error_line != self.line:
             return None
         return _Case(before, after, topology, result)
+
+    def judge_inputs(self, case: _Case, inputs: list,
+                     judged: dict[tuple, _Case | None]) -> _Case | None:
+        """The case on ``inputs`` if its pair is still UNSOUND there with the same line. The
+        pair is the case's own (a rewrite already made its target, and a pass makes the same
+        target of the same source), and the same inputs give the same verdict: an input set
+        in ``judged`` (this case's, by content) is not run again — zeroing one chunk of a
+        parameter can give a set already tried, when the rest of it is zero — though it
+        counts as a check as before."""
+        if self.checks >= MAX_CHECKS:
+            return None
+        self.checks += 1
+        key = content_key(inputs)
+        if key not in judged:
+            judged[key] = self._verdict(case.before, case.after, case.topology, inputs)
+        return judged[key]
 
     def _size_key(self, before: HloModule, after: HloModule | None) -> tuple[int, int]:
         size = module_size(before) + (module_size(after) if self.rewrite is None and after
@@ -341,11 +363,12 @@ class _Minimizer:
         inputs = [tuple(np.array(v) for v in value) if isinstance(value, tuple)
                   else np.array(value) for value in cex.inputs]
         steps = 0
+        judged: dict[tuple, _Case | None] = {}
 
         def still_fails(candidate: list) -> _Case | None:
             if self.checks >= budget:
                 return None
-            return self.judge(case.before, case.after, case.topology, inputs=candidate)
+            return self.judge_inputs(case, candidate, judged)
 
         best: _Case | None = None
         for i, value in enumerate(inputs):

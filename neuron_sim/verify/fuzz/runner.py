@@ -58,7 +58,9 @@ from neuron_sim.topology import Topology, group_mode
 from neuron_sim.passes import HloPass, PassContext
 from neuron_sim.verify.api import apply_passes, pass_list
 from neuron_sim.verify.checks import PASS_FAILED, TARGET_MALFORMED, malformed
+from neuron_sim.verify.execution import default_runner
 from neuron_sim.verify.fuzz.generator import StopDrawing, draw_modules, fuzz_modules
+from neuron_sim.verify.fuzz.source_runs import SourceRuns
 from neuron_sim.verify.minimize import minimize_case
 from neuron_sim.verify.options import VerifyOptions
 from neuron_sim.verify.report import topology_arguments, write_counterexample
@@ -328,13 +330,15 @@ class _Run:
         self.minimize_budget = minimize_budget
         self.by_signature: dict[tuple, Failure] = {}
         self.minimized_kinds: Counter = Counter()
+        self.source_runs = SourceRuns(default_runner())
 
     def module(self, module: HloModule, index: int) -> None:
         campaign = self.campaign
+        self.source_runs.drawn(module)
         for hlo_pass in self.passes:
             started = time.process_time()
             verifier = Verifier(VerifyOptions(trials=self.trials, seed=campaign.seed + index,
-                                              minimize=False))
+                                              minimize=False, runner=self.source_runs))
             result = verifier.check_pass(module, [hlo_pass])
             klass = classify(result)
             campaign.counts[hlo_pass.name][klass] += 1
