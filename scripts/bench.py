@@ -24,6 +24,10 @@ per-round ratios and their min and max. Sections (``--only`` picks some):
   sweep        ``neuron-sim sweep --max-devices 256``: CPU seconds per case on a systematic
                sample (every 40th case), the whole sweep's projected CPU and wall minutes on
                the usable cores (``--sweep-full``: time the real command instead)
+  fuzz         ``neuron-sim fuzz`` over the three seed passes at 8 devices, seed 7: modules
+               per CPU second / 50, minimizing included (in process, a fixed number of
+               modules with the timed campaign's minimizing budget; ``--fuzz-full``: the
+               real ``--time 60s`` command instead)
 
     PYTHONPATH=. python scripts/bench.py [--rounds N] [--only a,b] [--json]
 
@@ -918,6 +922,52 @@ def bench_sweep(rounds: int, full: bool = False) -> list[dict]:
                      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))]
 
 
+FUZZ_PASSES = ("aws_neuron_rewrite_all_reduce_dynamic_slice",
+               "aws_neuron_rewrite_all_reduce_dynamic_slice_multiple_groups",
+               "aws_neuron_delete_permute")
+FUZZ_SEED = 7
+FUZZ_TARGET = 50.0  # modules per CPU second
+
+
+def bench_fuzz(rounds: int, full: bool = False, modules: int = 800) -> list[dict]:
+    """``neuron-sim fuzz --passes`` the three seed passes ``--time 60s --seed 7`` at 8 devices:
+    modules per CPU second (generation, verification and minimizing; the command's own
+    ``modules_per_cpu_second``) over the target of 50, so 1.0 meets it.
+
+    By default each round runs the campaign in this process on the first ``modules`` modules
+    of seed 7 with the timed campaign's minimizing budget (the same modules and failures in
+    every round and on every machine; the CPU time is ``process_time``, as the command's).
+    ``full``: each round runs the real timed command and reads its JSON (how many modules it
+    draws depends on the machine's speed and load)."""
+    per_cpu_second: list[float] = []
+    detail: dict[str, Any] = {}
+    if full:
+        for _ in range(rounds):
+            with tempfile.TemporaryDirectory() as tmp:
+                out = Path(tmp) / "fuzz.json"
+                subprocess.run([sys.executable, "-m", "neuron_sim.cli", "fuzz", "--passes",
+                                ",".join(FUZZ_PASSES), "--time", "60s", "--seed",
+                                str(FUZZ_SEED), "--json", str(out)],
+                               check=False, stdout=subprocess.DEVNULL, env=_env())
+                document = json.loads(out.read_text())
+            per_cpu_second.append(document["modules_per_cpu_second"])
+            detail.setdefault("modules", []).append(document["modules"])
+        name = "fuzz --time 60s --seed 7 (the real command), modules per CPU second / 50"
+    else:
+        from neuron_sim.verify.fuzz.runner import run_campaign
+        for _ in range(rounds):
+            campaign = run_campaign(list(FUZZ_PASSES), examples=modules, seed=FUZZ_SEED,
+                                    minimize_budget=True)
+            per_cpu_second.append(campaign.modules / campaign.cpu_seconds)
+            detail.setdefault("minimize_share", []).append(
+                round(campaign.minimize_seconds / campaign.cpu_seconds, 2))
+        name = (f"fuzz, seed {FUZZ_SEED}, first {modules} modules (timed campaign's "
+                "minimizing budget), modules per CPU second / 50")
+    return [goal(name, [rate / FUZZ_TARGET for rate in per_cpu_second], 1.0, at_most=False,
+                 modules_per_cpu_second=[round(rate, 1) for rate in per_cpu_second],
+                 **detail)]
+
+
 def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO)}
 
@@ -926,7 +976,7 @@ SECTIONS = {"verify": bench_verify, "startup": bench_startup, "instruction": ben
             "one_op": bench_one_op, "argmax": bench_argmax,
             "transcendental": bench_transcendental, "mpi": bench_mpi, "xla": bench_xla,
             "scaling": bench_scaling, "symbolic": bench_symbolic, "reading": bench_reading,
-            "sweep": bench_sweep}
+            "sweep": bench_sweep, "fuzz": bench_fuzz}
 
 
 def machine() -> dict[str, Any]:
@@ -969,6 +1019,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="reading: size of the generated module (50)")
     parser.add_argument("--sweep-full", action="store_true",
                         help="sweep: run the real 256-device command instead of a sample")
+    parser.add_argument("--fuzz-full", action="store_true",
+                        help="fuzz: run the real --time 60s command each round instead")
+    parser.add_argument("--fuzz-modules", type=int, default=800,
+                        help="fuzz: modules per in-process round (800)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--mpi-worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -987,6 +1041,8 @@ def main(argv: list[str] | None = None) -> int:
             records = bench_reading(args.rounds, args.text_mb)
         elif name == "sweep":
             records = bench_sweep(args.rounds, full=args.sweep_full)
+        elif name == "fuzz":
+            records = bench_fuzz(args.rounds, full=args.fuzz_full, modules=args.fuzz_modules)
         else:
             records = SECTIONS[name](args.rounds)
         report["sections"][name] = records
