@@ -326,8 +326,6 @@ def _foldable(nodes: list[_Node]) -> set[int]:
                  (node.kind == "array" and node.inst.opcode in _FOLDABLE))
                 and all(v in folded for v in node.ins)):
             folded.add(node.out)
-    if not any(n.kind != "const" for n in nodes if n.out in folded):
-        return set()  # constants alone: their op keeps them already
     return folded
 
 

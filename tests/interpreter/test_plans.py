@@ -249,3 +249,30 @@ ENTRY main {{
     result = np.asarray(bound[0](x))
     assert result.dtype == np.asarray(general).dtype
     assert result.tobytes() == np.asarray(general).tobytes()
+
+
+@pytest.mark.parametrize("index_type,values", [
+    ("s32", [-1, 0, 1, 5, 2, 0]),
+    ("u32", [4000000000, 0, 1, 3, 2, 0]),
+])
+def test_a_conditional_with_an_index_per_device_takes_the_last_branch_out_of_range(
+        index_type, values):
+    """XLA's conditional: an index below 0 or past the last branch takes the last branch
+    (an unsigned index is never negative). Branch k returns 10 * (k + 1) + x. With x = 1 on
+    every device: index -1 -> branch 2 -> 31, 0 -> 11, 1 -> 21, 5 -> 31, 2 -> 31, 0 -> 11
+    (u32 4000000000 -> branch 2 -> 31, 3 -> 31)."""
+    branches = "\n".join(f"""b{k} {{
+  p = f32[] parameter(0)
+  c = f32[] constant({10 * (k + 1)})
+  ROOT r = f32[] add(p, c)
+}}""" for k in range(3))
+    module = _module(f"""HloModule m, replica_count=6
+{branches}
+ENTRY main {{
+  i = {index_type}[] parameter(0)
+  x = f32[] parameter(1)
+  ROOT c = f32[] conditional(i, x, x, x), branch_computations={{b0, b1, b2}}
+}}""")
+    index = np.array(values, np.int64).astype({"s32": np.int32, "u32": np.uint32}[index_type])
+    (out,) = interpreter.run(module, [index, np.float32(1)])
+    assert out.tolist() == [31, 11, 21, 31, 31, 11]

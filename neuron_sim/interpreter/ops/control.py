@@ -88,11 +88,15 @@ def conditional(ctx, selector, *operands):
     if len(operands) != len(branches):
         raise InterpreterError(f"conditional has {len(branches)} branches but "
                                f"{len(operands)} branch operands")
-    index = _branch_index(selector, len(branches), ctx.inst.has("branch_computations"))
+    indexed = ctx.inst.has("branch_computations")
+    if type(selector) is PerDevice and 0 < selector.array.size <= _FEW_ROWS:
+        index = _few_rows_branches(selector.array, len(branches), indexed)
+    else:
+        index = _branch_index(selector, len(branches), indexed)
     if isinstance(index, int):
         return ctx.call(branches[index], [operands[index]])
-    if isinstance(index, tuple):  # a predicate: the rows of the true and of the false branch
-        taken = enumerate(index)
+    if isinstance(index, (tuple, list)):  # the rows of each branch taken
+        taken = index if isinstance(index, list) else enumerate(index)
     else:
         taken = ((branch, (index == branch).nonzero()[0])
                  for branch in np.bincount(index, minlength=len(branches)).nonzero()[0])
@@ -102,6 +106,27 @@ def conditional(ctx, selector, *operands):
                           ctx.frame.subset(rows))
         parts.append((rows, result))
     return merge_branches(parts, ctx.frame.n)
+
+
+_FEW_ROWS = 64
+
+
+def _few_rows_branches(raw: np.ndarray, count: int, indexed: bool
+                       ) -> int | list[tuple[int, np.ndarray]]:
+    """``_branch_index`` for a per-device selector of a few rows, read as Python numbers: the
+    branch every row takes, or (branch, rows) for each branch taken, in branch order."""
+    if indexed:
+        last = count - 1
+        chosen = [v if 0 <= v < count else last for v in raw.reshape(-1).tolist()]
+    else:
+        chosen = [0 if v else 1 for v in raw.reshape(-1).tolist()]
+    first = chosen[0]
+    if chosen.count(first) == len(chosen):
+        return first
+    rows: dict[int, list[int]] = {}
+    for row, branch in enumerate(chosen):
+        rows.setdefault(branch, []).append(row)
+    return [(branch, np.array(rows[branch], np.intp)) for branch in sorted(rows)]
 
 
 def _branch_index(selector, count: int, indexed: bool
