@@ -35,10 +35,12 @@ WITNESS_TRIES = 3
 
 @dataclass(frozen=True)
 class TooLarge:
-    """A pair one of whose modules does not fit in the memory limit on a topology."""
+    """A pair one of whose modules does not fit in the memory limit on a topology (or, with
+    ``slow``, needs too much arithmetic to execute in practice)."""
 
     error: Exception                     # the refusal, with the numbers
     source: bool                         # the source (else the target) is too large
+    slow: bool = False                   # it fits, but its arithmetic is too much to execute
 
 
 @dataclass

@@ -29,6 +29,7 @@ from neuron_sim.verify.execution import Runner, default_runner
 from neuron_sim.verify.minimize import Rewriter, minimize_case
 from neuron_sim.verify.options import VerifyOptions
 from neuron_sim.verify.pass_runs import apply_passes, options_taken, pass_list
+from neuron_sim.proofs.uniform.cost import EXECUTION_MULTIPLY_ADDS, multiply_adds
 from neuron_sim.verify.proving import (PROOF_FAILED, TooLarge, positions_facts, proof_facts,
                                        proved_on_positions)
 from neuron_sim.verify.result import Counterexample
@@ -199,8 +200,11 @@ class Verifier:
         then, for a CORRECT verdict, the proof for all inputs (unless the options' proof mode
         is "sampled"). A pair too large to execute within ``max_memory`` on ``topology`` is
         proved on symbolic positions instead (``positions_verdict``), or refused as before
-        when that proof does not apply."""
-        too_large = self._too_large(source, target, topology)
+        when that proof does not apply; one whose dots need more arithmetic than
+        ``EXECUTION_MULTIPLY_ADDS`` is proved there first and executed when it does not
+        decide."""
+        too_large = self._too_large(source, target, topology) or \
+            self._too_slow(source, target, topology)
         if too_large is not None:
             verdict = self._positions_verdict(source, target, topology, too_large)
             if verdict is not None:
@@ -294,23 +298,27 @@ class Verifier:
                            too_large: TooLarge) -> TopologyVerdict | None:
         """The verdict of the proof on symbolic positions for a pair too large to execute
         (``too_large``): CORRECT proved for all inputs, or UNSOUND with the replayed witness.
-        When that proof does not apply (the options ask for sampling, the contract is not
-        exact, given inputs, a construct that is not index-uniform): a source too large is
+        When that proof does not apply (the options ask for sampling, given inputs, a
+        construct that is not index-uniform, terms that differ under a contract other than
+        exact, which may allow the difference): a source too large is
         refused as before (``MemoryLimitExceeded``, naming what stopped the proof), a target
-        too large gets None (the ordinary checks report it)."""
+        too large or a pair only too slow gets None (the ordinary checks run it)."""
         options = self.options
         why = None
         if options.proof_mode == "sampled" or options.inputs is not None:
             why = "the options ask for sampled inputs"
-        elif options.contract.name != "exact":
-            why = f"the {options.contract.name} contract is not decided on positions"
         else:
             facts = positions_facts(source, target, topology, seed=options.seed,
                                     timeout=options.timeout)
-            if facts.outcome != "unsupported":
+            # Equal everywhere satisfies every contract; a difference decides only an exact
+            # one (another contract may allow it, which only execution judges).
+            if facts.outcome == "equal" or (facts.outcome == "differ" and
+                                            options.contract.name == "exact"):
                 return _positions_topology_verdict(facts, topology, target, too_large.error)
-            why = facts.reason
-        if not too_large.source:
+            why = facts.reason if facts.outcome == "unsupported" else \
+                f"the terms differ and the {options.contract.name} contract is not decided on " \
+                "positions"
+        if not too_large.source or too_large.slow:
             return None
         raise MemoryLimitExceeded(f"{too_large.error}; the proof on symbolic positions, which "
                                   f"executes nothing, does not apply: {why}")
@@ -394,6 +402,16 @@ class Verifier:
 
     # ----------------------------------------------------------------------------------------
     # Helpers.
+
+    def _too_slow(self, source: HloModule, target: HloModule,
+                  topology: Topology) -> TooLarge | None:
+        """A pair whose dots need more multiply-adds than ``EXECUTION_MULTIPLY_ADDS`` to
+        execute: proved on symbolic positions first, executed when that does not decide."""
+        work = max(multiply_adds(source, topology), multiply_adds(target, topology))
+        if work <= EXECUTION_MULTIPLY_ADDS:
+            return None
+        return TooLarge(ValueError(f"its dots need about {work:.2g} multiply-adds on "
+                                   f"{topology.num_devices} devices"), source=True, slow=True)
 
     def _too_large(self, source: HloModule, target: HloModule,
                    topology: Topology) -> TooLarge | None:
