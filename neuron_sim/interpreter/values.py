@@ -172,20 +172,21 @@ def merge(old: Value, rows: np.ndarray, new: Value, n: int) -> Value:
 def merge_branches(parts: Sequence[tuple[np.ndarray, Value]], n: int) -> Value:
     """Assemble a value on n rows from disjoint row subsets that together cover all rows."""
     first = parts[0][1]
-    if isinstance(first, TupleValue):
+    kind = type(first)
+    if kind is TupleValue:
         return TupleValue([
             merge_branches([(rows, value.elements[i]) for rows, value in parts], n)
             for i in range(len(first.elements))])
     if first is TOKEN:
         return TOKEN
-    if all(isinstance(v, Replicated) for _, v in parts):
+    if all(type(v) is Replicated for _, v in parts):
         if all(v.array.dtype == first.array.dtype and _same_bits(v.array, first.array)
                for _, v in parts[1:]):
             return first
-    sample = batched(first)
-    full = np.empty((n, *sample.shape[1:]), sample.dtype)
+    array = first.array
+    full = np.empty((n, *(array.shape if kind is Replicated else array.shape[1:])), array.dtype)
     for rows, value in parts:
-        full[rows] = batched(value)
+        full[rows] = value.array  # a replicated value's one row broadcasts to its rows
     return PerDevice(full)
 
 
