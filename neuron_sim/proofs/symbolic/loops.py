@@ -101,6 +101,8 @@ def unroll_while(evaluator: Any, ctx: Any, state: Value, decision: Value,
         if _concrete(decided) is False:
             truncated = False
             break
+    if len(states) == 1:
+        return None  # not one iteration unrolled: the loop is compared as a whole
     if not truncated:
         value = states[-1]
     else:
