@@ -183,7 +183,7 @@ class TermTable:
             self._insert(handles)
 
     def _grow(self, needed: int) -> None:
-        capacity = max(needed, 2 * len(self._op))
+        capacity = max(2 * needed, 2 * len(self._op))
         for name in ("_op", "_a", "_b", "_leaf_start", "_leaf_count"):
             old = getattr(self, name)
             new = np.zeros(capacity, np.int64)  # (zeroed lazily by the OS: only copied rows
@@ -362,8 +362,7 @@ class TermTable:
         multiply, dtype, integral = self._repeat[op]
         k = lengths[rows]
         first = matrix[rows, 0]
-        valid = np.arange(matrix.shape[1])[None, :] < k[:, None]
-        same = np.where(valid, matrix[rows] == first[:, None], True).all(axis=1)
+        same = matrix[rows, k - 1] == first  # (the rows are sorted)
         if not integral:
             same &= (k & (k - 1)) == 0
         if not same.any():
