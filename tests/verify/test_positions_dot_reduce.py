@@ -152,3 +152,44 @@ def test_an_all_reduce_with_wrong_groups_in_a_dot_chain_is_refuted():
     assert proof.outcome == "differ" and proof.witness.device == 0, proof.reason
     _confirmed_by_the_interpreter(source, target, topology, proof.witness)
     assert np.isfinite(float(proof.witness.source_value))
+
+
+NESTED = """HloModule nested, replica_count=1, num_partitions=1
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+
+ENTRY %main (p: f32[2,8], q: f32[8,2]) -> f32[2] {
+  %p = f32[2,8] parameter(0)
+  %q = f32[8,2] parameter(1)
+  %zero = f32[] constant(0)
+  %inner = f32[2] reduce(%p, %zero), dimensions={1}, to_apply=%add
+  %wide = f32[2,2] broadcast(%inner), dimensions={1}
+  ROOT %outer = f32[2] reduce(%wide, %zero), dimensions={0}, to_apply=%add
+}
+"""
+
+
+def test_a_reduce_nested_in_another_is_not_confused_with_it():
+    """The outer reduce sums 2 copies of the inner row sum: out[i] = 2 * sum_{k<8} p[i,k].
+    The target's inner sum reads p[i,k] for k < 2 and q[k,i] for 2 <= k < 8, so it differs
+    for generic inputs. The inner reduce is asked at a position without the outer bound
+    variable, so both bind a variable of the same name, over 2 and over 8 positions; had the
+    proof confused them it would check the inner operands only for k < 2, where they agree,
+    and call the pair equal (it did, before its reduce formulas were quantified). UNSOUND,
+    confirmed by the interpreter."""
+    topology = Topology(1, 1)
+    source = parse_module(NESTED)
+    target = parse_module(NESTED.replace(
+        "%inner = f32[2] reduce(%p, %zero)",
+        "%qt = f32[2,8] transpose(%q), dimensions={1,0}\n"
+        "  %head = f32[2,2] slice(%p), slice={[0:2], [0:2]}\n"
+        "  %tail = f32[2,6] slice(%qt), slice={[0:2], [2:8]}\n"
+        "  %mixed = f32[2,8] concatenate(%head, %tail), dimensions={1}\n"
+        "  %inner = f32[2] reduce(%mixed, %zero)"))
+    proof = prove_positions(source, target, topology)
+    assert proof.outcome == "differ", proof.reason
+    _confirmed_by_the_interpreter(source, target, topology, proof.witness)

@@ -242,15 +242,17 @@ class _Comparer:
             inner = _conj([self.equal(a[5], b[5]), self.equal(a[6], b[6])])
             if inner is True or inner is False:
                 return inner
+            # Quantified here, not left free: a reduce nested in another's operand at a
+            # position that does not read the outer one's variable reuses its name.
             bounds = z3.And(*[z3.And(v >= 0, v < size) for v, size in zip(a[4], a[3])])
-            return z3.Implies(bounds, inner)
+            return z3.ForAll(list(a[4]), z3.Implies(bounds, inner))
         return False
 
 
 def equal_formula(a: Term, b: Term) -> Any:
-    """A formula over the position (and the bound positions of dots and reduces, free: valid
-    means for all of them) whose validity implies ``a == b`` (False: the terms differ in
-    shape, so nothing is implied)."""
+    """A formula over the position (the bound positions of dots and reduces and the formal
+    positions of called values quantified universally inside it) whose validity implies
+    ``a == b`` (False: the terms differ in shape, so nothing is implied)."""
     return _Comparer().equal(a, b)
 
 
