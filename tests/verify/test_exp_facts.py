@@ -5,11 +5,13 @@ is refuted with a witness the interpreter confirms."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
 import neuron_sim.interpreter as interpreter
 from neuron_sim.hlo import parse_module
+from neuron_sim.hlo.dtypes import finfo
 from neuron_sim.topology import Topology
 from neuron_sim.verify import Status, VerifyOptions, check_modules
 
@@ -27,11 +29,12 @@ def interpreter_exp(values: np.ndarray, spelling: str) -> np.ndarray:
 
 
 @pytest.mark.parametrize("spelling, dtype, sample", [
-    ("f16", np.float16, None), ("f32", np.float32, 200_000), ("f64", np.float64, 200_000)])
+    ("f16", np.float16, None), ("bf16", ml_dtypes.bfloat16, None),
+    ("f32", np.float32, 200_000), ("f64", np.float64, 200_000)])
 def test_every_fact_holds_for_the_interpreters_exp(spelling, dtype, sample):
     """NaN -> NaN; not NaN -> not NaN and not negative (no -0 either); x <= lowest -> +0
-    (-inf included); +inf -> +inf; +-0 -> 1. f16: all 65,536 bit patterns; wider types: the
-    edges and random bit patterns."""
+    (-inf included); +inf -> +inf; +-0 -> 1. f16 and bf16: all 65,536 bit patterns; wider
+    types: the edges and random bit patterns."""
     bits = np.dtype(f"u{np.dtype(dtype).itemsize}")
     if sample is None:
         x = np.arange(1 << 16, dtype=np.uint32).astype(bits).view(dtype)
@@ -40,11 +43,13 @@ def test_every_fact_holds_for_the_interpreters_exp(spelling, dtype, sample):
         info = np.iinfo(bits)
         x = rng.integers(0, int(info.max), sample, dtype=np.uint64, endpoint=True
                          ).astype(bits).view(dtype)
-    lowest = np.finfo(dtype).min
-    edges = np.array([np.nan, -np.inf, np.inf, 0.0, -0.0, lowest,
-                      np.nextafter(lowest, dtype(0)), -np.finfo(dtype).tiny], dtype)
+    info = finfo(dtype)
+    lowest = info.min
+    edges = np.array([np.nan, -np.inf, np.inf, 0.0, -0.0, lowest, -info.tiny], dtype)
     x = np.concatenate([edges, x])
     e = interpreter_exp(x, spelling)
+    x, e = x.astype(np.float64), e.astype(np.float64)
+    lowest = float(lowest)
     nan = np.isnan(x)
     assert np.isnan(e[nan]).all()
     assert not np.isnan(e[~nan]).any() and not np.signbit(e[~nan]).any()
