@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from neuron_sim.hlo.dtypes import Kind
 from neuron_sim.hlo.ir import HloComputation, HloInstruction
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import ArrayShape
@@ -114,18 +115,26 @@ def recognise_arg_reducer(computation: HloComputation) -> ArgReducer | None:
     return None
 
 
+# Read on every execute of an argmax reduce: bound once (an Enum member read through its class
+# costs a lookup in the enum's metaclass on Python 3.11).
+_BROADCAST, _IOTA, _SIGNED, _UNSIGNED = Opcode.BROADCAST, Opcode.IOTA, Kind.SIGNED, Kind.UNSIGNED
+
+
 def increases_along(inst: HloInstruction, dim: int) -> bool:
     """Whether ``inst``'s values are the positions ``0, 1, ...`` along dimension ``dim`` (so
     index order is fold order): an integral iota on ``dim``, or a broadcast of a 1-D one to
     ``dim``, whose type holds its largest position (a narrower iota wraps around and does not
     increase)."""
-    if inst.opcode is Opcode.BROADCAST and tuple(inst.dimensions) == (dim,):
-        inst, dim = inst.operand(0), 0
-    if inst.opcode is not Opcode.IOTA or int(inst.get("iota_dimension", -1)) != dim:
+    attrs = inst.attrs
+    if inst.opcode is _BROADCAST and tuple(attrs.get("dimensions", ())) == (dim,):
+        inst, dim = inst.operands[0], 0
+        attrs = inst.attrs
+    if inst.opcode is not _IOTA or int(attrs.get("iota_dimension", -1)) != dim:
         return False
     shape = inst.shape
-    if not isinstance(shape, ArrayShape) or not shape.element_type.is_integral \
-            or not 0 <= dim < shape.rank:
+    if not isinstance(shape, ArrayShape) or not 0 <= dim < len(shape.dims):
         return False
     et = shape.element_type
-    return shape.dims[dim] - 1 <= (1 << (et.bits - et.is_signed)) - 1
+    if et.kind is _SIGNED:
+        return shape.dims[dim] - 1 <= (1 << (et.bits - 1)) - 1
+    return et.kind is _UNSIGNED and shape.dims[dim] - 1 <= (1 << et.bits) - 1

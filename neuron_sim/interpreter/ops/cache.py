@@ -12,11 +12,15 @@ difference, far cheaper than rebuilding.
 from __future__ import annotations
 
 import weakref
+from operator import attrgetter
 from typing import Callable, Generic, TypeVar
 
 from neuron_sim.hlo import HloComputation
 
 T = TypeVar("T")
+
+_STRUCTURE = attrgetter("opcode", "shape", "operands")
+_WITH_ATTRIBUTES = attrgetter("opcode", "shape", "operands", "attrs")
 
 
 class ComputationCache(Generic[T]):
@@ -27,24 +31,21 @@ class ComputationCache(Generic[T]):
     def __init__(self, build: Callable[[HloComputation], T], *, attributes: bool = False
                  ) -> None:
         self._build = build
-        self._attributes = attributes
+        self._read = _WITH_ATTRIBUTES if attributes else _STRUCTURE
         self._entries: weakref.WeakKeyDictionary[HloComputation, tuple] = \
             weakref.WeakKeyDictionary()
 
     def get(self, computation: HloComputation) -> T:
         order = computation.instructions
         cached = self._entries.get(computation)
-        if cached is not None:
-            instructions, opcodes, shapes, operands, attrs, value = cached
-            # Cheapest first; each comparison stops at the first difference.
-            if instructions == order and opcodes == [i.opcode for i in order] \
-                    and shapes == [i.shape for i in order] \
-                    and operands == [i.operands for i in order] \
-                    and (attrs is None or attrs == [i.attrs for i in order]):
-                return value
+        # One pass reading each instruction's (opcode, shape, operands[, attributes]) against
+        # the snapshot taken when the entry was built; tuple and list comparisons compare by
+        # identity first and stop at the first difference.
+        if cached is not None and cached[0] == order and \
+                list(map(self._read, order)) == cached[1]:
+            return cached[2]
         value = self._build(computation)
-        self._entries[computation] = (
-            list(order), [i.opcode for i in order], [i.shape for i in order],
-            [list(i.operands) for i in order],
-            [dict(i.attrs) for i in order] if self._attributes else None, value)
+        snapshot = [(opcode, shape, list(operands), *(dict(rest[0]) for _ in rest[:1]))
+                    for opcode, shape, operands, *rest in map(self._read, order)]
+        self._entries[computation] = (list(order), snapshot, value)
         return value

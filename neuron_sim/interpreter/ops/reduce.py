@@ -201,11 +201,10 @@ def _fold_increasing(values: np.ndarray, indices: np.ndarray, init_value: np.nda
     fold order, wins a NaN of its own, a strictly better value, or a tie's smaller index; and
     where the extreme is a zero the value takes the bits of the last equal element (the fold
     keeps the later of two equal values)."""
-    position = np.asarray((np.argmax if largest else np.argmin)(_argmax_operand(values),
-                                                                 axis=axis))
-    value = np.asarray(_take(values, position, axis))
-    index = position.astype(indices.dtype) if positions else \
-        np.asarray(_take(indices, position, axis))
+    operand = _argmax_operand(values)
+    position = operand.argmax(axis=axis) if largest else operand.argmin(axis=axis)
+    value = _take(values, position, axis)
+    index = position.astype(indices.dtype) if positions else _take(indices, position, axis)
     if init_value.size == 1 and init_index.size == 1 and init_value.ndim <= value.ndim:
         return _init_once(values, value, index, init_value.reshape(()),
                           init_index.reshape(()), largest, axis)
@@ -245,15 +244,17 @@ def _argmax_operand(array: np.ndarray) -> np.ndarray:
     interpreter's values are read-only views (of the caller's inputs, of constants): that copy
     cost twice the search itself. The search only reads, so it is handed a writable alias of
     the same memory, which nothing else sees and nothing writes through."""
-    if array.flags.writeable or not array.flags.c_contiguous \
-            or array.dtype.hasobject or not array.dtype.isnative:
+    flags = array.flags
+    if flags.writeable or not flags.c_contiguous or array.dtype.hasobject \
+            or not array.dtype.isnative:
         return array
     owner = array.base
-    if type(owner) is np.ndarray and owner.flags.writeable and owner.flags.c_contiguous \
-            and owner.size == array.size and owner.dtype == array.dtype:
-        # A read-only view of all of a writable array (an input held as a value): the
-        # array itself, reshaped, is the alias.
-        return owner.reshape(array.shape)
+    if type(owner) is np.ndarray and owner.size == array.size and owner.dtype == array.dtype:
+        owner_flags = owner.flags
+        if owner_flags.writeable and owner_flags.c_contiguous:
+            # A read-only view of all of a writable array (an input held as a value): the
+            # array itself, reshaped, is the alias.
+            return owner.reshape(array.shape)
     alias = np.asarray(_Alias(array))
     return alias if alias.dtype == array.dtype else alias.view(array.dtype)  # ml_dtypes: |V2
 
@@ -315,25 +316,46 @@ _ARG_REDUCERS: ComputationCache[ArgReducer | None] = ComputationCache(recognise_
                                                                       attributes=True)
 
 
+def _arg_reduce(inst, reducer: ArgReducer, dim: int, values: np.ndarray, indices: np.ndarray,
+                init_value: np.ndarray, init_index: np.ndarray) -> list[np.ndarray]:
+    """A reduce whose reducer is an argmax / argmin comparator, over one dimension ``dim``, on
+    batched operands: ``fold_arg_reduce`` along ``1 + dim``. The rows of the four operands are
+    brought to one count (a replicated operand has one row); a batched init holds one value
+    per row, shaped ``(rows, 1, ...)`` to broadcast against the result (a single value
+    broadcasts as it is)."""
+    rows = values.shape[0]
+    if indices.shape[0] != rows or init_value.shape[0] != rows or init_index.shape[0] != rows:
+        rows = max(rows, indices.shape[0], init_value.shape[0], init_index.shape[0])
+        values = values if values.shape[0] == rows else \
+            np.broadcast_to(values, (rows, *values.shape[1:]))
+        indices = indices if indices.shape[0] == rows else \
+            np.broadcast_to(indices, (rows, *indices.shape[1:]))
+    rank = values.ndim - 1
+    if init_value.size != 1:
+        init_value = init_value.reshape(init_value.shape[0], *([1] * (rank - 1)))
+    if init_index.size != 1:
+        init_index = init_index.reshape(init_index.shape[0], *([1] * (rank - 1)))
+    iota = increases_along(inst.operands[1], dim)
+    return list(fold_arg_reduce(values, indices, init_value, init_index, reducer, axis=1 + dim,
+                                increasing=iota, positions=iota))
+
+
 @implements(Opcode.REDUCE)
 def reduce(ctx, *arrays):
+    inst = ctx.inst
+    if len(arrays) == 4:
+        to_apply = inst.attrs.get("to_apply")
+        reducer = _ARG_REDUCERS.get(to_apply) if to_apply is not None else None
+        dims = inst.attrs.get("dimensions", ())
+        if reducer is not None and len(dims) == 1:
+            return _arg_reduce(inst, reducer, dims[0], *arrays)
     count = len(arrays) // 2
     rows = max(a.shape[0] for a in arrays)
     xs = [a if a.shape[0] == rows else np.broadcast_to(a, (rows, *a.shape[1:]))
           for a in arrays[:count]]
     inits = arrays[count:]
-    dims = sorted(ctx.inst.dimensions)
+    dims = sorted(inst.dimensions)
     rank = xs[0].ndim - 1
-    reducer = _ARG_REDUCERS.get(ctx.attr("to_apply")) if count == 2 else None
-    if reducer is not None and len(dims) == 1:
-        (dim,) = dims
-        # A batched init holds one value per row; shaped (rows, 1, ...) to broadcast against
-        # the result (a single value broadcasts as it is).
-        value, index = (init if init.size == 1 else
-                        init.reshape(init.shape[0], *([1] * (rank - 1))) for init in inits)
-        iota = increases_along(ctx.inst.operand(1), dim)
-        return list(fold_arg_reduce(xs[0], xs[1], value, index, reducer, axis=1 + dim,
-                                    increasing=iota, positions=iota))
     kept = [d for d in range(rank) if d not in dims]
     kept_sizes = [xs[0].shape[1 + d] for d in kept]
     reduced = int(np.prod([xs[0].shape[1 + d] for d in dims], dtype=np.int64))
