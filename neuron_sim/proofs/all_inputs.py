@@ -12,13 +12,18 @@ device, leaf, index and both terms) or ``"unsupported"`` (why symbolic execution
 
 ``decide_differences`` hands the distinct differing term pairs to z3 (``neuron_sim.proofs.smt``)
 under a contract's predicate; ``neuron_sim.verify.proving`` turns all of it into a verdict.
+
+Inside ``sharing_source_runs()`` a source already run on the same topology (the same text and
+replication) is not run again: the next target runs on its term table (a campaign such as the
+sweep compares one source with several rewrites).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -35,7 +40,7 @@ from neuron_sim.proofs.smt import Decision, decide, rule_of
 from neuron_sim.proofs.symbolic.loops import LOOP_REST, LoopBound
 
 __all__ = ["PROOF_MODES", "Proof", "constant_inputs", "decide_differences", "prove",
-           "separating_inputs", "symbolic_memory"]
+           "separating_inputs", "sharing_source_runs", "symbolic_memory"]
 
 PROOF_MODES = ("auto", "symbolic", "sampled")
 # Bytes per element of a symbolic run: its int64 handle in place of the element, and for a fresh
@@ -69,18 +74,50 @@ def replication_flags(module: HloModule, topology: Topology) -> list[tuple[bool,
     return [declared_replication(p, spmd=spmd) for p in module.entry.parameters]
 
 
+# The source run kept while ``sharing_source_runs`` is active: key -> (table, outputs, bounds).
+_shared_runs: dict[tuple, tuple[TermTable, list[np.ndarray], list[LoopBound]]] | None = None
+
+
+@contextlib.contextmanager
+def sharing_source_runs() -> Iterator[None]:
+    """Within the block, ``prove`` keeps its last source run (term table and output handles)
+    and compares the next target with the same source on the same topology against it
+    instead of running the source again. The table then also holds the earlier targets'
+    terms, which changes no handle of the source (hash-consing). Nothing is kept after the
+    block."""
+    global _shared_runs
+    outer = _shared_runs
+    if outer is None:
+        _shared_runs = {}
+    try:
+        yield
+    finally:
+        _shared_runs = outer
+
+
 def prove(source: HloModule, target: HloModule, topology: Topology, *,
           timeout: float | None = None, fixed: Mapping[int, np.ndarray] | None = None) -> Proof:
     """Compare ``source`` and ``target`` symbolically on every device of ``topology``; the
     entry parameters numbered in ``fixed`` hold those arrays on every device (a rewrite's
     ``SourceBinding``) instead of variables."""
     start = time.perf_counter()
-    table = TermTable()
     flags = replication_flags(source, topology)
-    bounds: list[LoopBound] = []
+    key = None
+    if _shared_runs is not None and not fixed:
+        key = (source.to_text(), topology, tuple(tuple(f) for f in flags))
+    known = _shared_runs.get(key) if key is not None else None
+    table = known[0] if known is not None else TermTable()
+    bounds: list[LoopBound] = list(known[2]) if known is not None else []
     try:
         with time_limit(timeout):
-            left = run_symbolic(source, topology, table, flags, fixed=fixed, loop_bounds=bounds)
+            if known is not None:
+                left = known[1]
+            else:
+                left = run_symbolic(source, topology, table, flags, fixed=fixed,
+                                    loop_bounds=bounds)
+                if key is not None:
+                    _shared_runs.clear()
+                    _shared_runs[key] = (table, left, list(bounds))
             right = run_symbolic(target, topology, table, flags, fixed=fixed)
     except SymbolicUnsupported as exc:
         return Proof("unsupported", str(exc), terms=table.size,

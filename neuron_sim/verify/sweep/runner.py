@@ -31,6 +31,7 @@ from neuron_sim.hlo.replica_groups import ReplicaGroups
 from neuron_sim.topology import Topology, group_mode, participant_groups
 from neuron_sim.passes import PassContext, get_pass
 from neuron_sim.proofs.index.ar_ds_pairs import ArDsPair, find_ar_ds_pairs
+from neuron_sim.proofs.all_inputs import sharing_source_runs
 from neuron_sim.proofs.index.fold_proof import FoldProof, FoldStatus, pair_groups, prove_pair
 from neuron_sim.passes.registry import pass_keys
 from neuron_sim.verify.api import check_modules
@@ -316,7 +317,14 @@ def run_case(case: Case, passes: list[str], *, seed: int = 0) -> CaseResult:
 
     The proven fold runs first when it is judged: its ``prove_pair`` of the case's pair (on a
     copy of the module, on the case's topology) is the reference's z3 proof, so the pair is
-    proved once, not twice; each distinct rewritten module is verified once."""
+    proved once, not twice; each distinct rewritten module is verified once, and the
+    all-inputs proofs of the case's verifications share the module's symbolic run
+    (``sharing_source_runs``)."""
+    with sharing_source_runs():
+        return _run_case(case, passes, seed)
+
+
+def _run_case(case: Case, passes: list[str], seed: int) -> CaseResult:
     started = time.perf_counter()
     module = case.idiom().module()
     pairs = find_ar_ds_pairs(module)
