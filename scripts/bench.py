@@ -141,6 +141,29 @@ def seconds(fn: Callable[[], Any], number: int = 1) -> float:
     return (time.perf_counter() - start) / number
 
 
+def fresh_process_env(cache: Path) -> dict[str, str]:
+    """The environment of a fresh ``neuron-sim`` process as an installed package starts: the
+    repository on the path and its compiled bytecode kept (under ``cache``). pip compiles an
+    installed package's modules, so a user's start-up reads bytecode; a
+    PYTHONDONTWRITEBYTECODE inherited from a developer's shell would instead recompile every
+    module edited since its last bytecode, on every start."""
+    env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONPYCACHEPREFIX=str(cache))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def child_seconds(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall time and CPU time (user + system) of one run of ``command``, which must succeed."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(command, env=env, check=True, capture_output=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def spread(values: list[float]) -> dict[str, float]:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
@@ -227,10 +250,13 @@ ENTRY main {
 
 def bench_startup(rounds: int) -> list[dict]:
     """Fresh processes: ``neuron-sim run --help``, ``neuron-sim run`` of a 1-op module, and
-    ``python -c "import numpy"`` for reference; and which heavy modules ``run --help`` imports."""
+    ``python -c "import numpy"`` for reference, with bytecode kept as an installed package has
+    it (``fresh_process_env``; one warm-up run of each writes it); wall and CPU seconds
+    (``cpu_s``: on a loaded machine the wall time also counts the time other processes hold
+    the cores); and which heavy modules ``run --help`` imports."""
     python = sys.executable
-    env = dict(os.environ, PYTHONPATH=str(REPO))
     with tempfile.TemporaryDirectory() as tmp:
+        env = fresh_process_env(Path(tmp) / "pycache")
         tiny = Path(tmp) / "tiny.hlo"
         tiny.write_text(TINY)
         commands = {
@@ -239,24 +265,32 @@ def bench_startup(rounds: int) -> list[dict]:
                     "-o", str(Path(tmp) / "out.npz")],
             "numpy": [python, "-c", "import numpy"],
         }
+        for command in commands.values():
+            child_seconds(command, env)
+        cpu: dict[str, list[float]] = {name: [] for name in commands}
 
-        def launch(command: list[str]) -> Callable[[], float]:
-            return lambda: seconds(lambda: subprocess.run(
-                command, env=env, check=True, capture_output=True))
+        def launch(name: str) -> Callable[[], float]:
+            def once() -> float:
+                wall, used = child_seconds(commands[name], env)
+                cpu[name].append(used)
+                return wall
+            return once
 
-        times = alternating({k: launch(c) for k, c in commands.items()}, rounds)
-    probe = subprocess.run(
-        [python, "-c", "import atexit, sys\n"
-         "atexit.register(lambda: sys.stderr.write(','.join(m for m in ('z3', 'mpi4py', "
-         "'hypothesis', 'verify', 'passes', 'numpy') if m in sys.modules)))\n"
-         "from neuron_sim.cli import main\nsys.argv = ['neuron-sim', 'run', '--help']\n"
-         "sys.exit(main())"],
-        env=env, capture_output=True, text=True).stderr.strip().splitlines()
+        times = alternating({name: launch(name) for name in commands}, rounds)
+        probe = subprocess.run(
+            [python, "-c", "import atexit, sys\n"
+             "atexit.register(lambda: sys.stderr.write(','.join(m for m in ('z3', 'mpi4py', "
+             "'hypothesis', 'verify', 'passes', 'numpy', 'ml_dtypes') if m in sys.modules)))\n"
+             "from neuron_sim.cli import main\nsys.argv = ['neuron-sim', 'run', '--help']\n"
+             "sys.exit(main())"],
+            env=env, capture_output=True, text=True).stderr.strip().splitlines()
     probe = probe[-1] if probe else ""  # what ``run --help`` loaded, read as it exits
-    return [goal("start-up: run --help", times["help"], 0.25, unit="s",
-                 numpy_s=statistics.median(times["numpy"]), heavy_imports=probe),
+    numpy_s, numpy_cpu = statistics.median(times["numpy"]), statistics.median(cpu["numpy"])
+    return [goal("start-up: run --help", times["help"], 0.25, unit="s", numpy_s=numpy_s,
+                 cpu_s=statistics.median(cpu["help"]), numpy_cpu_s=numpy_cpu,
+                 heavy_imports=probe),
             goal("start-up: run of a 1-op module", times["run"], 0.25, unit="s",
-                 numpy_s=statistics.median(times["numpy"]))]
+                 numpy_s=numpy_s, cpu_s=statistics.median(cpu["run"]), numpy_cpu_s=numpy_cpu)]
 
 
 # --------------------------------------------------------------------------------------------
