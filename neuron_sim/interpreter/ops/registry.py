@@ -19,7 +19,6 @@ an error raised at import, and a test holds the table equal to the registrations
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
 from typing import Callable
 
 from neuron_sim.hlo.opcodes import Opcode
@@ -59,11 +58,31 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True)
 class OpImplementation:
-    opcode: Opcode
-    fn: Callable
-    values: bool
+    """An opcode's registered function and its calling convention (``values``: value op).
+    Immutable; equal when its three fields are. A plain class, not a dataclass: building a
+    frozen dataclass compiles six methods, which every start-up would pay for."""
+
+    __slots__ = ("opcode", "fn", "values")
+
+    def __init__(self, opcode: Opcode, fn: Callable, values: bool) -> None:
+        object.__setattr__(self, "opcode", opcode)
+        object.__setattr__(self, "fn", fn)
+        object.__setattr__(self, "values", values)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"OpImplementation is immutable: cannot set {name}")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not OpImplementation:
+            return NotImplemented
+        return (self.opcode, self.fn, self.values) == (other.opcode, other.fn, other.values)
+
+    def __hash__(self) -> int:
+        return hash((self.opcode, self.fn, self.values))
+
+    def __repr__(self) -> str:
+        return f"OpImplementation(opcode={self.opcode!r}, fn={self.fn!r}, values={self.values!r})"
 
 
 def _import_family(module: str) -> None:
