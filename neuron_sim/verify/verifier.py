@@ -29,7 +29,8 @@ from neuron_sim.verify.execution import Runner, default_runner
 from neuron_sim.verify.minimize import Rewriter, minimize_case
 from neuron_sim.verify.options import VerifyOptions
 from neuron_sim.verify.pass_runs import apply_passes, options_taken, pass_list
-from neuron_sim.proofs.uniform.cost import EXECUTION_MULTIPLY_ADDS, multiply_adds
+from neuron_sim.proofs.uniform.cost import (EXECUTION_MULTIPLY_ADDS, multiply_adds,
+                                            positions_timeout)
 from neuron_sim.verify.proving import (PROOF_FAILED, TooLarge, positions_facts, proof_facts,
                                        proved_on_positions)
 from neuron_sim.verify.result import Counterexample
@@ -309,7 +310,7 @@ class Verifier:
             why = "the options ask for sampled inputs"
         else:
             facts = positions_facts(source, target, topology, seed=options.seed,
-                                    timeout=options.timeout)
+                                    timeout=positions_timeout(options.timeout))
             # Equal everywhere satisfies every contract; a difference decides only an exact
             # one (another contract may allow it, which only execution judges).
             if facts.outcome == "equal" or (facts.outcome == "differ" and

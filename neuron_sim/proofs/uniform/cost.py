@@ -14,11 +14,20 @@ import math
 from neuron_sim.hlo import HloModule, Opcode
 from neuron_sim.topology import Topology
 
-__all__ = ["EXECUTION_MULTIPLY_ADDS", "multiply_adds"]
+__all__ = ["EXECUTION_MULTIPLY_ADDS", "POSITIONS_TIME_FACTOR", "multiply_adds", "positions_timeout"]
 
 # About a minute of the interpreter's float matmuls on one core per run of one module; the
 # corpora's and tests' modules are below it by orders of magnitude.
 EXECUTION_MULTIPLY_ADDS = 1 << 34
+# The proof on symbolic positions stands in for executions that would take far longer than
+# one execution's ``--timeout``; it gets the target's allowance (20 times it, as verify gives
+# a target run).
+POSITIONS_TIME_FACTOR = 20
+
+
+def positions_timeout(timeout: float | None) -> float | None:
+    """The time the proof on symbolic positions may take for verify's ``--timeout``."""
+    return None if timeout is None else timeout * POSITIONS_TIME_FACTOR
 
 
 def multiply_adds(module: HloModule, topology: Topology) -> int:
