@@ -6,7 +6,9 @@ symbolic position (``positions.PositionEvaluator``) and reduces their equality t
 formula over the position: the same input read at the same index, the same constants, the
 same elementwise ops on equal operands, reductions as multisets (equal up to reassociation,
 which XLA leaves to the implementation — as the element-wise proof says), cases implying
-equality. z3 then decides that formula within the position's bounds: valid on every device ->
+equality, dots and reduces equal when their operands are equal at every bound position
+(quantified), called values equal when their positions are and their recipes are at every
+formal position. z3 then decides that formula within the position's bounds: valid on every device ->
 ``"equal"``. Memory is that of the terms, independent of the tensor's size.
 
 A position where the formula fails (z3's model, or any position when the terms have different
