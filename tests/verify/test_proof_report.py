@@ -11,14 +11,15 @@ TWO_OUTPUTS = """HloModule two
 %sum (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
   %b = f32[] parameter(1)
-  ROOT %s = f32[] add(%a, %b)
+  %s = f32[] add(%a, %b)
+  ROOT %m = f32[] maximum(%s, %a)
 }
 ENTRY %main (x: f32[4096]) -> (f32[4096], f32[]) {
   %x = f32[4096]{0} parameter(0)
   %n = f32[4096]{0} negate(%x)
   %zero = f32[] constant(0)
-  %r = f32[] reduce(%n, %zero), dimensions={0}, to_apply=%sum
-  ROOT %t = (f32[4096]{0}, f32[]) tuple(%n, %r)
+  %reduce = f32[] reduce(%n, %zero), dimensions={0}, to_apply=%sum
+  ROOT %t = (f32[4096]{0}, f32[]) tuple(%n, %reduce)
 }
 """
 
@@ -26,7 +27,8 @@ ENTRY %main (x: f32[4096]) -> (f32[4096], f32[]) {
 def test_each_output_says_what_was_proved_and_how():
     """Without a memory limit both outputs are proved on symbolic elements; with 256 KiB the
     symbolic run (96 bytes per element) is not attempted, the proof on positions has no model
-    of reduce, and both outputs say sampled, naming why."""
+    of a reduce whose computation is more than one binary op, and both outputs say sampled,
+    naming why."""
     module = parse_module(TWO_OUTPUTS)
     proved = check_modules(module, module.clone(), ["1x1"],
                            VerifyOptions(trials=1, minimize=False))
