@@ -305,7 +305,9 @@ def _write(computation: HloComputation, builder: _Builder, root: int
              namespace)
         extra["KEPT"] = _Kept(namespace["run"],
                               [n.inst for n in fold_nodes if n.kind == "const"])
-        prologue.append(f"{''.join(f'v{v}, ' for v in kept)}= KEPT.get(ev, frame, dl)")
+        targets = "".join(f"v{v}, " for v in kept)  # none when every folded value is dead
+        prologue.append(f"{targets}= KEPT.get(ev, frame, dl)" if targets else
+                        "KEPT.get(ev, frame, dl)")
     return _write_function(computation, nodes, builder, [root], builder.parameters,
                            builder.counted, prologue, extra, set(kept))
 
