@@ -208,7 +208,7 @@ def _prove(pair: ArDsPair, topology: Topology, mode: GroupMode,
                      f"a device reads the wrong shard ({mode})", mode, witness)
 
 
-Evaluation = Callable[[z3.ExprRef], z3.ExprRef]
+Evaluation = Callable[["z3.ExprRef"], "z3.ExprRef"]  # strings: reading z3 here would import it
 
 
 def _first_witness(assertions: z3.BoolRef, device: DeviceCoordinates, topology: Topology
