@@ -184,18 +184,20 @@ def test_a_symbolic_run_past_the_memory_limit_is_not_attempted():
     symbolic one about 96 bytes per element (a handle and a table row): 2 MiB lets the sampled
     verdict run and refuses the symbolic run with that reason (hostile input: a 100M-element
     bf16 parameter once asked the term table for 768 MiB at a time, past the address-space
-    limit). The proof on symbolic positions, tried next, has no model of reduce: it says so."""
+    limit). The proof on symbolic positions, tried next, has no model of a reduce by a
+    computation of more than one op: it says so."""
     text = """HloModule big
 %sum (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
   %b = f32[] parameter(1)
-  ROOT %s = f32[] add(%a, %b)
+  %s = f32[] add(%a, %b)
+  ROOT %m = f32[] maximum(%s, %a)
 }
 ENTRY %main (x: f32[65536]) -> f32[] {
   %x = f32[65536]{0} parameter(0)
   %n = f32[65536]{0} negate(%x)
   %zero = f32[] constant(0)
-  ROOT %m = f32[] reduce(%n, %zero), dimensions={0}, to_apply=%sum
+  ROOT %reduce = f32[] reduce(%n, %zero), dimensions={0}, to_apply=%sum
 }
 """
     source, target = parse_module(text), parse_module(text)
