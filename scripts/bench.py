@@ -682,9 +682,9 @@ def bench_xla(rounds: int) -> list[dict]:
 
     corpus = REPO / "tests" / "data" / "jax"
     programs = json.loads(path.read_text())["programs"]
-    execution, execution_cpu, jobs = {}, {}, {}
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    execution, execution_cpu, jobs, jobs_cpu = {}, {}, {}, {}
     with tempfile.TemporaryDirectory() as tmp:
+        env = fresh_process_env(Path(tmp) / "pycache")
         for name, record in programs.items():
             module = parse_module_file(corpus / f"{name}.hlo")
             arrays = {k: v for k, v in read_npz(corpus / f"{name}.npz").items()
@@ -703,11 +703,13 @@ def bench_xla(rounds: int) -> list[dict]:
             np.savez(inputs, **arrays)
             command = [sys.executable, "-m", "neuron_sim.cli", "run", str(corpus / f"{name}.hlo"),
                        "--inputs", str(inputs), "-o", str(Path(tmp) / f"{name}.out.npz")]
-            job = statistics.median(seconds(lambda: subprocess.run(
-                command, env=env, check=True, capture_output=True)) for _ in range(min(rounds, 3)))
-            jobs[name] = job / record["job_s"]
+            child_seconds(command, env)  # writes the bytecode (as an installed package has it)
+            runs = [child_seconds(command, env) for _ in range(min(rounds, 3))]
+            jobs[name] = statistics.median(wall for wall, _ in runs) / record["job_s"]
+            jobs_cpu[name] = statistics.median(cpu for _, cpu in runs) / record["job_s"]
     geomean = float(np.exp(np.mean(np.log(list(execution.values())))))
     job_geomean = float(np.exp(np.mean(np.log(list(jobs.values())))))
+    job_cpu_geomean = float(np.exp(np.mean(np.log(list(jobs_cpu.values())))))
     worst = max(execution, key=execution.get)
     cpu_geomean = float(np.exp(np.mean(np.log(list(execution_cpu.values())))))
     cpu_worst = max(execution_cpu, key=execution_cpu.get)
@@ -720,8 +722,11 @@ def bench_xla(rounds: int) -> list[dict]:
                  per_program=execution_cpu),
             goal("execution (CPU time) / XLA:CPU, worst program", [execution_cpu[cpu_worst]],
                  2.0, program=cpu_worst),
-            goal("whole job / fresh JAX process, geometric mean", [job_geomean], 0.25,
-                 per_program=jobs)]
+            goal("whole job / fresh JAX process, geometric mean", [job_geomean], 0.15,
+                 per_program=jobs),
+            # The job's CPU seconds (user + system) against JAX's recorded (idle) wall time.
+            goal("whole job (CPU time) / fresh JAX process, geometric mean", [job_cpu_geomean],
+                 0.15, per_program=jobs_cpu)]
 
 
 # --------------------------------------------------------------------------------------------
