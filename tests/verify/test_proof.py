@@ -184,20 +184,25 @@ def test_a_symbolic_run_past_the_memory_limit_is_not_attempted():
     symbolic one about 96 bytes per element (a handle and a table row): 2 MiB lets the sampled
     verdict run and refuses the symbolic run with that reason (hostile input: a 100M-element
     bf16 parameter once asked the term table for 768 MiB at a time, past the address-space
-    limit). The proof on symbolic positions, tried next, has no model of a reduce by a
-    computation of more than one op: it says so."""
+    limit). The proof on symbolic positions, tried next, has no model of the sort before the
+    reduce: it says so."""
     text = """HloModule big
 %sum (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
   %b = f32[] parameter(1)
-  %s = f32[] add(%a, %b)
-  ROOT %m = f32[] maximum(%s, %a)
+  ROOT %s = f32[] add(%a, %b)
+}
+%lt (c: f32[], d: f32[]) -> pred[] {
+  %c = f32[] parameter(0)
+  %d = f32[] parameter(1)
+  ROOT %less = pred[] compare(%c, %d), direction=LT
 }
 ENTRY %main (x: f32[65536]) -> f32[] {
   %x = f32[65536]{0} parameter(0)
   %n = f32[65536]{0} negate(%x)
   %zero = f32[] constant(0)
-  ROOT %reduce = f32[] reduce(%n, %zero), dimensions={0}, to_apply=%sum
+  %sorted = f32[65536]{0} sort(%n), dimensions={0}, to_apply=%lt
+  ROOT %reduce = f32[] reduce(%sorted, %zero), dimensions={0}, to_apply=%sum
 }
 """
     source, target = parse_module(text), parse_module(text)
@@ -205,7 +210,7 @@ ENTRY %main (x: f32[65536]) -> f32[] {
                            VerifyOptions(max_memory=2 << 20, minimize=False))
     assert result.status is Status.CORRECT and result.proof == "sampled"
     assert any("the symbolic run would need about" in n and "2 MiB" in n
-               and "symbolic positions stopped" in n and "reduce" in n for n in result.notes)
+               and "symbolic positions stopped" in n and "sort" in n for n in result.notes)
     strict = check_modules(source, target, ["1x1"],
                            VerifyOptions(max_memory=2 << 20, proof="symbolic", minimize=False))
     assert strict.status is Status.FAILED_TO_PROVE

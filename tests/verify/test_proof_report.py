@@ -11,14 +11,19 @@ TWO_OUTPUTS = """HloModule two
 %sum (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
   %b = f32[] parameter(1)
-  %s = f32[] add(%a, %b)
-  ROOT %m = f32[] maximum(%s, %a)
+  ROOT %s = f32[] add(%a, %b)
+}
+%lt (c: f32[], d: f32[]) -> pred[] {
+  %c = f32[] parameter(0)
+  %d = f32[] parameter(1)
+  ROOT %less = pred[] compare(%c, %d), direction=LT
 }
 ENTRY %main (x: f32[4096]) -> (f32[4096], f32[]) {
   %x = f32[4096]{0} parameter(0)
   %n = f32[4096]{0} negate(%x)
   %zero = f32[] constant(0)
-  %reduce = f32[] reduce(%n, %zero), dimensions={0}, to_apply=%sum
+  %sorted = f32[4096]{0} sort(%n), dimensions={0}, to_apply=%lt
+  %reduce = f32[] reduce(%sorted, %zero), dimensions={0}, to_apply=%sum
   ROOT %t = (f32[4096]{0}, f32[]) tuple(%n, %reduce)
 }
 """
@@ -27,8 +32,7 @@ ENTRY %main (x: f32[4096]) -> (f32[4096], f32[]) {
 def test_each_output_says_what_was_proved_and_how():
     """Without a memory limit both outputs are proved on symbolic elements; with 256 KiB the
     symbolic run (96 bytes per element) is not attempted, the proof on positions has no model
-    of a reduce whose computation is more than one binary op, and both outputs say sampled,
-    naming why."""
+    of the sort before the reduce, and both outputs say sampled, naming why."""
     module = parse_module(TWO_OUTPUTS)
     proved = check_modules(module, module.clone(), ["1x1"],
                            VerifyOptions(trials=1, minimize=False))
@@ -42,6 +46,6 @@ def test_each_output_says_what_was_proved_and_how():
     (topology,) = result_json(sampled)["topology_results"]
     outputs = topology["proof_outputs"]
     assert [o["proof"] for o in outputs] == ["sampled", "sampled"]
-    assert all("would need about" in o["reason"] and "reduce" in o["reason"] for o in outputs)
+    assert all("would need about" in o["reason"] and "sort" in o["reason"] for o in outputs)
     text = format_result(sampled)
     assert "Proof on 1x1: sampled" in text and "output 1 (f32[]): sampled: " in text
