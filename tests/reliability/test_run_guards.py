@@ -57,7 +57,8 @@ HUGE_REDUCED = """HloModule huge
 add {
   x = f32[] parameter(0)
   y = f32[] parameter(1)
-  ROOT s = f32[] add(x, y)
+  s = f32[] add(x, y)
+  ROOT m = f32[] maximum(s, x)
 }
 
 ENTRY main {
@@ -215,14 +216,16 @@ def test_values_the_same_on_every_device_are_counted_once(cli, tmp_path):
 def test_verify_refuses_a_source_over_the_memory_limit_before_drawing_inputs(cli, tmp_path):
     """The same estimate and sentence as run's, before any input is drawn (inputs for a huge
     parameter were a MemoryError): exit 2 — for a pair the proof on symbolic positions cannot
-    take instead (a reduce: issue 26 proves the index-uniform ones, the next test)."""
+    take instead (a reduce by a computation of two ops: issue 26 proves the index-uniform
+    ones, the next test)."""
     hlo = write(tmp_path, "m.hlo", HUGE_REDUCED)
     code, out, err = cli("verify", hlo, hlo, "--max-memory", "8G")
     assert code == 2 and out == ""
     assert one_error_line(err) == (
         f"neuron-sim: error: {hlo}: running it on topology 1x1 needs about 149 GiB for 1 device, "
         "more than the limit of 8 GiB (--max-memory); the proof on symbolic positions, which "
-        "executes nothing, does not apply: %r: reduce has no model on symbolic positions")
+        "executes nothing, does not apply: %r: its reduction computation is not one binary op of "
+        "its two parameters")
 
 
 def test_verify_proves_an_index_uniform_pair_over_the_memory_limit(cli, tmp_path):
