@@ -33,7 +33,8 @@ abstract shapes; nothing is executed). The small variants (``llama_small_tp*``: 
 with hidden 128, head dimension 4, MLP 256, sequence 64) are also run by JAX, and their
 per-device inputs and outputs are written to ``NAME.npz`` (``arg{i}`` / ``out{j}`` stacked along
 a leading device axis; device id = partition id) as the interpreter's correctness check on this
-program. ``MANIFEST.json`` lists them.
+program (XLA:CPU compiled with ``xla_allow_excess_precision`` off, so each bf16 op rounds as
+the HLO says). ``MANIFEST.json`` lists them.
 
 Run (JAX 0.10 on CPU; the script sets the two variables when missing)::
 
