@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 from pathlib import Path
 from typing import IO, Callable, Iterable, Optional, Union
@@ -208,7 +207,9 @@ def _create_temporary(path: PathLike, target: str, mode: int) -> tuple[str, int]
     kernel applies the umask); its name is in ``_PENDING`` until it is renamed or removed."""
     directory, name = os.path.split(target)
     while True:
-        tmp = os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
+        # Random like secrets.token_hex(4), without importing secrets (and with it hmac,
+        # hashlib, random) on every start.
+        tmp = os.path.join(directory, f".{name}.{os.urandom(4).hex()}.tmp")
         _PENDING.add(tmp)
         try:
             return tmp, os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
