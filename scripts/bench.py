@@ -477,7 +477,7 @@ def bench_argmax(rounds: int) -> list[dict]:
                     increasing=True, positions=True), 5),
                 "numpy": lambda: seconds(lambda: numpy_fn(x, axis=axis), 20)}, rounds)
             records.append(goal(f"arg{direction} {label} (module) / numpy.arg{direction}",
-                                ratios(times["module"], times["numpy"]), 10.0,
+                                ratios(times["module"], times["numpy"]), 3.0,
                                 fold_only=statistics.median(ratios(times["fold"],
                                                                    times["numpy"]))))
     per_device = (rng.integers(-8, 8, size=(8, 256, 1024)) / 2).astype(np.float32)
