@@ -29,7 +29,7 @@ from neuron_sim.hlo.ir import HloModule
 from neuron_sim.lazy import LazyModule
 from neuron_sim.proofs.uniform.positions import (PositionEvaluator, PositionsUnsupported, Term,
                                                  leaf_shape, formals)
-from neuron_sim.proofs.uniform.replay import Replayer, replayed_text, same_value
+from neuron_sim.proofs.uniform.replay import REPLAY_BUDGET, Replayer, replayed_text, same_value
 from neuron_sim.semantics.elementwise import is_commutative
 from neuron_sim.topology import Topology
 
@@ -325,11 +325,13 @@ def _prove(source: HloModule, target: HloModule, topology: Topology,
             answer = solver.check()
             if answer == z3.unsat:
                 continue
+            unreplayed = False
             for _ in range(WITNESS_TRIES):
                 if answer != z3.sat:
                     break
                 position = _position(solver.model(), variables)
                 values = (replayer.value(a, device, position), replayer.value(b, device, position))
+                unreplayed = unreplayed or None in values
                 if None not in values and not same_value(*values):
                     outputs.append(OutputProof(number, str(shape), "differ",
                                                time.perf_counter() - began, queries))
@@ -343,9 +345,14 @@ def _prove(source: HloModule, target: HloModule, topology: Topology,
                     break
                 solver.add(z3.Or(*[v != p for v, p in zip(variables, position)]))
                 answer = solver.check()
-            reason = (f"on device {device}, output {number}: the element terms differ and the "
-                      "replayed values agree at every position tried" if answer != z3.unknown
-                      else f"z3 could not decide output {number} on device {device}")
+            reason = (f"z3 could not decide output {number} on device {device}"
+                      if answer == z3.unknown else
+                      f"on device {device}, output {number}: the element terms differ and the "
+                      "replay could not evaluate them (a construct it has no model of, or more "
+                      f"than {REPLAY_BUDGET} bound positions of dots and reduces at once)"
+                      if unreplayed else
+                      f"on device {device}, output {number}: the element terms differ and the "
+                      "replayed values agree at every position tried")
             outputs.append(OutputProof(number, str(shape), "unsupported",
                                        time.perf_counter() - began, queries, reason))
             return PositionsProof("unsupported", reason, outputs)
