@@ -66,15 +66,24 @@ class LazyTable(dict):
         if owner is None:
             self.load_all()
         elif owner not in self._loaded:
-            self._loaded.add(owner)
-            self._load(owner)
+            self._load_once(owner)
 
     def load_all(self) -> None:
         """Load every owner (in the order of the owners table)."""
         for owner in dict.fromkeys(self._owners.values()):
             if owner not in self._loaded:
-                self._loaded.add(owner)
-                self._load(owner)
+                self._load_once(owner)
+
+    def _load_once(self, owner: str) -> None:
+        """Load ``owner``, marked loaded first (a lookup made while it loads does not load it
+        again) and unmarked if loading fails, so that the next lookup raises the failure
+        again instead of finding the table without that owner's entries."""
+        self._loaded.add(owner)
+        try:
+            self._load(owner)
+        except BaseException:
+            self._loaded.discard(owner)
+            raise
 
     def get(self, key: Any, default: Any = None) -> Any:
         value = dict.get(self, key, _ABSENT)

@@ -120,3 +120,19 @@ def test_registering_an_opcode_outside_its_listed_family_is_refused():
     imposter.__module__ = "neuron_sim.interpreter.ops.imposter"
     with pytest.raises(RuntimeError, match="lists it under neuron_sim.interpreter.ops.elementwise"):
         implements(Opcode.NEGATE)(imposter)
+
+
+def test_an_owner_that_fails_to_load_fails_again_on_the_next_lookup():
+    """A family whose import raises is not marked loaded: the next lookup raises again
+    instead of answering from a table that lacks its entries."""
+    attempts: list[str] = []
+
+    def load(owner: str) -> None:
+        attempts.append(owner)
+        raise ImportError(f"no module {owner}")
+
+    table = LazyTable({1: "broken"}, load)
+    for _ in range(2):
+        with pytest.raises(ImportError):
+            table.get(1)
+    assert attempts == ["broken", "broken"]
