@@ -148,13 +148,44 @@ def test_clamp_minimum_and_dus_fixtures_stay_within_the_contract_of_jax(kind, na
     assert (changed > 0) is ((kind, name) != ("compiled", "rmc_dus_neg_inf_buffer"))
 
 
-@pytest.mark.parametrize("name", ["rmc_where_max_softmax", "rmc_clamp_minimum",
-                                  "rmc_dus_neg_inf_buffer"])
-@pytest.mark.parametrize("kind", ["lowered", "compiled"])
+@pytest.mark.parametrize("kind, name", [("lowered", "rmc_clamp_minimum"),
+                                        ("compiled", "rmc_clamp_minimum"),
+                                        ("compiled", "rmc_dus_neg_inf_buffer")])
 def test_verify_is_correct_under_the_refinement_on_three_topologies(kind, name):
+    """Where the rewritten sentinel only reaches clamps, minimums and a max over finite values,
+    every changed output is -inf -> lowest, which the refinement allows."""
     module, _, _ = jax_corpus_case(f"{kind}_{name}")
     result = check_pass(module, KEY, ["1x1", "1x4", "2x2"], VerifyOptions(minimize=False))
     assert result.status is Status.CORRECT, result.error_line
+
+
+@pytest.mark.parametrize("kind, name", [("lowered", "rmc_where_max_softmax"),
+                                        ("compiled", "rmc_where_max_softmax"),
+                                        ("lowered", "rmc_dus_neg_inf_buffer")])
+def test_verify_finds_the_sentinel_reaching_exp_unsound(kind, name):
+    """The pass's finite-from-sentinel unsafety, reached through exp, which random inputs
+    almost never show and verify's constant witness sets (every float input = lowest) do."""
+    module, _, _ = jax_corpus_case(f"{kind}_{name}")
+    result = check_pass(module, KEY, ["1x1"], VerifyOptions(minimize=False))
+    assert result.status is Status.UNSOUND, result.error_line
+    assert result.error_line == "ERROR: Value mismatch"
+
+
+@pytest.mark.parametrize("kind", ["lowered", "compiled"])
+def test_the_masked_softmax_differs_where_every_unmasked_value_is_lowest(kind):
+    """By hand, with x = lowest everywhere and the corpus's mask: row 3's mask is
+    [0,0,1,0,0,0]. Source: the row is [-inf,-inf,L,-inf,-inf,-inf], its max L, exp(row - L)
+    = [0,0,1,0,0,0], softmax [0,0,1,0,0,0]. Target (fill -inf -> L): the row is six L's, max L,
+    exp(0) = 1 each, softmax 1/6 each. A finite output changed: outside the refinement."""
+    module, args, _ = jax_corpus_case(f"{kind}_rmc_where_max_softmax")
+    target = module.clone()
+    assert get_pass(KEY).run(target) is True
+    x = np.full((4, 6), LOWEST, np.float32)
+    mask = np.asarray(args[1])
+    (_, source_soft) = interpreter.run(module, [x, mask], Topology())
+    (_, target_soft) = interpreter.run(target, [x, mask], Topology())
+    assert source_soft[0, 3].tolist() == [0, 0, 1, 0, 0, 0]
+    np.testing.assert_allclose(target_soft[0, 3], np.full(6, 1 / 6, np.float32), rtol=1e-6)
 
 
 def test_a_finite_result_computed_from_the_sentinel_is_outside_the_contract():
