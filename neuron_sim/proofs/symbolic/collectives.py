@@ -138,21 +138,20 @@ def _leaf_value(table: TermTable, leaf: ArrayShape, out: np.ndarray) -> Symbolic
     row is held once."""
     if out.ndim and out.shape[0] and out.strides[0] == 0:  # one row, broadcast
         return Symbolic(_zero_filled(table, leaf, np.array(out[0])), True)
-    filled = out == 0
-    if filled.any():
-        zero = table.constants(np.zeros(1, leaf.element_type.numpy_dtype))[0]
-        out = np.where(filled, zero, out)
+    out = _zero_filled(table, leaf, out)
     if out.shape[0] and _rows_equal(out):
         return Symbolic(np.array(out[0]), True)
     return Symbolic(out, False)
 
 
-def _zero_filled(table: TermTable, leaf: ArrayShape, row: np.ndarray) -> np.ndarray:
-    filled = row == 0
+def _zero_filled(table: TermTable, leaf: ArrayShape, handles: np.ndarray) -> np.ndarray:
+    """``handles`` with the reserved handle 0 (a zero the collective filled in) replaced by
+    the zero constant of the leaf's element type."""
+    filled = handles == 0
     if filled.any():
         zero = table.constants(np.zeros(1, leaf.element_type.numpy_dtype))[0]
-        row = np.where(filled, zero, row)
-    return row
+        handles = np.where(filled, zero, handles)
+    return handles
 
 
 def _rows_equal(out: np.ndarray) -> bool:
