@@ -95,7 +95,9 @@ def test_the_verifier_runs_its_own_checks_on_the_proofs_witness():
 
 def test_the_proof_step_returns_facts_not_verdicts():
     """Equal modules: equal terms, nothing to witness. The one-value pair: the terms differ,
-    z3 refutes equality, and its model (placed first) holds an x with x * 3 == 3703.5."""
+    z3 refutes equality, and its model (placed first) holds an x with x * 3 == 3703.5. The
+    witnesses: that model, 3 separating draws, and one set per float constant (3 and 3703.5 of
+    the source; the target's constant is a pred) plus 0 and 1: 1 + 3 + 4 = 8."""
     module = example("ar_ds_single_group_sorted")
     same = proof_facts(module, module.clone(), Topology(1, 4), contract=EXACT, seed=0,
                        timeout=None, max_memory=None)
@@ -104,7 +106,9 @@ def test_the_proof_step_returns_facts_not_verdicts():
     differ = proof_facts(source, target, Topology(1, 2), contract=EXACT, seed=0, timeout=None,
                          max_memory=None)
     assert differ.proof.outcome == "differ" and differ.decision.outcome == "refuted"
-    assert differ.model_first and len(differ.witnesses) == 4
+    assert differ.model_first and len(differ.witnesses) == 8
+    constants = [np.unique(np.asarray(w[0])).tolist() for w in differ.witnesses[4:]]
+    assert constants == [[3.0], [3703.5], [0.0], [1.0]]
     model = np.asarray(differ.witnesses[0][0]).reshape(-1)
     with np.errstate(all="ignore"):
         assert (model * np.float32(3) == np.float32(3703.5)).any()
