@@ -72,7 +72,7 @@ FAILURE_CLASSES = ("crashed", "malformed", "unsound")
 TRIALS = 1
 MINIMIZE_PER_KIND = 1
 # A timed campaign minimizes at most MINIMIZE_FIRST failures plus one per MODULES_PER_MINIMIZE
-# modules drawn: about a quarter of its time at 8 devices, and counted in modules rather than
+# modules drawn: about a sixth of its CPU time at 8 devices, and counted in modules rather than
 # seconds, so the same seed minimizes the same failures on every run and machine.
 MINIMIZE_FIRST = 8
 MODULES_PER_MINIMIZE = 12
