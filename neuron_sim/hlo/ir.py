@@ -252,6 +252,12 @@ def _sugared_attributes(own: dict[str, Any], wrapped: dict[str, Any]) -> dict[st
     return out
 
 
+def _without_derived(state: dict[str, Any]) -> dict[str, Any]:
+    """An object's state for pickling without its ``derived`` caches (compiled code, which
+    does not pickle, and facts a copy recomputes)."""
+    return {key: value for key, value in state.items() if key != "derived"}
+
+
 class HloComputation:
     """An ordered list of instructions with one root. Text order is a valid post order."""
 
@@ -266,6 +272,13 @@ class HloComputation:
         # print back in that form and it is not printed itself, as long as it still wraps one
         # instruction of its parameters (XLA's CanExpandIntoSingleInstruction).
         self.syntax_sugar = False
+        self.derived: dict[Any, Any] = {}  # see HloModule.derived
+
+    def __getstate__(self) -> dict[str, Any]:
+        return _without_derived(self.__dict__)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, derived={})
 
     @property
     def prints_as_syntax_sugar(self) -> bool:
@@ -405,6 +418,17 @@ class HloModule:
         self.style_operand_shapes = False
         self.style_signatures = True
         self.style_index_comments = True  # '/*index=5*/' in long operand lists
+        # What other layers derive from this module and keep while it lives (the interpreter's
+        # execution facts and plans): held here, not in a global table keyed by the module,
+        # because such a table's entries refer back to the module and would keep every module
+        # ever executed alive. Never copied by ``clone`` nor pickled.
+        self.derived: dict[Any, Any] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return _without_derived(self.__dict__)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, derived={})
 
     # -- header ------------------------------------------------------------------------------
     @property

@@ -13,7 +13,6 @@ rebuilds the facts, and with them the plans.
 
 from __future__ import annotations
 
-import weakref
 from operator import attrgetter
 from typing import Any
 
@@ -30,7 +29,7 @@ class ModuleFacts:
     computations' plans, valid while ``current()``."""
 
     __slots__ = ("module", "call_depth", "unbounded", "plans", "_entry", "_computations",
-                 "_snapshots", "_bound", "__weakref__")
+                 "_snapshots", "_bound")
 
     def __init__(self, module: HloModule) -> None:
         self.module = module
@@ -111,14 +110,13 @@ def _first_unbounded(module: HloModule) -> HloInstruction | None:
     return None
 
 
-_CACHE: "weakref.WeakKeyDictionary[HloModule, ModuleFacts]" = weakref.WeakKeyDictionary()
-
-
 def facts_of(module: HloModule) -> ModuleFacts:
-    """``module``'s facts: the kept ones while current, else new ones."""
-    facts = _CACHE.get(module)
+    """``module``'s facts: the kept ones while current, else new ones. They are kept in the
+    module's own ``derived`` caches (they refer to its computations, so a table keyed by the
+    module would keep it alive forever) and go with it."""
+    facts = module.derived.get(ModuleFacts)
     if facts is None or not facts.current():
-        facts = _CACHE[module] = ModuleFacts(module)
+        facts = module.derived[ModuleFacts] = ModuleFacts(module)
     return facts
 
 

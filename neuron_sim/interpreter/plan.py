@@ -31,7 +31,6 @@ at run time (the counts of device instructions); everything else is the same for
 from __future__ import annotations
 
 import time
-import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -205,14 +204,13 @@ def _structure(computation: HloComputation) -> tuple:
             [list(i.operands) for i in order])
 
 
-_CACHE: "weakref.WeakKeyDictionary[HloComputation, Plan]" = weakref.WeakKeyDictionary()
-
-
 def plan_for(computation: HloComputation) -> Plan:
-    """``computation``'s plan: the cached one while it is current, else a new one."""
-    plan = _CACHE.get(computation)
+    """``computation``'s plan: the kept one while it is current, else a new one. Kept in the
+    computation's own ``derived`` caches: a plan refers to its computation, so a global table
+    keyed by the computation would keep every computation ever run alive."""
+    plan = computation.derived.get(Plan)
     if plan is None or not plan.current():
-        plan = _CACHE[computation] = compile_plan(computation)
+        plan = computation.derived[Plan] = compile_plan(computation)
     return plan
 
 

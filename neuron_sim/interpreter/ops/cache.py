@@ -11,7 +11,6 @@ difference, far cheaper than rebuilding.
 
 from __future__ import annotations
 
-import weakref
 from operator import attrgetter
 from typing import Callable, Generic, TypeVar
 
@@ -26,18 +25,16 @@ _WITH_ATTRIBUTES = attrgetter("opcode", "shape", "operands", "attrs")
 class ComputationCache(Generic[T]):
     """``get(computation)`` is ``build(computation)``, rebuilt only when the computation's
     structure (with ``attributes``: also its instructions' attributes) has changed since it was
-    built; entries go with their computations."""
+    built; entries are kept in the computation's own ``derived`` caches and go with it."""
 
     def __init__(self, build: Callable[[HloComputation], T], *, attributes: bool = False
                  ) -> None:
         self._build = build
         self._read = _WITH_ATTRIBUTES if attributes else _STRUCTURE
-        self._entries: weakref.WeakKeyDictionary[HloComputation, tuple] = \
-            weakref.WeakKeyDictionary()
 
     def get(self, computation: HloComputation) -> T:
         order = computation.instructions
-        cached = self._entries.get(computation)
+        cached = computation.derived.get(self)
         # One pass reading each instruction's (opcode, shape, operands[, attributes]) against
         # the snapshot taken when the entry was built; tuple and list comparisons compare by
         # identity first and stop at the first difference.
@@ -47,5 +44,5 @@ class ComputationCache(Generic[T]):
         value = self._build(computation)
         snapshot = [(opcode, shape, list(operands), *(dict(rest[0]) for _ in rest[:1]))
                     for opcode, shape, operands, *rest in map(self._read, order)]
-        self._entries[computation] = (list(order), snapshot, value)
+        computation.derived[self] = (list(order), snapshot, value)
         return value

@@ -13,7 +13,6 @@ values again, so the work after a collective stays cheap.
 
 from __future__ import annotations
 
-import weakref
 
 import numpy as np
 
@@ -92,7 +91,10 @@ def _read(inst, topology) -> tuple:
     module's execute)."""
     key = (topology, inst.name, inst.opcode, inst.shape,
            tuple((o.name, o.shape) for o in inst.operands), tuple(inst.attrs.items()))
-    kept = _KEPT.get(inst)
+    # Kept in the computation's own ``derived`` caches: the key refers to the instruction's
+    # attributes (its to_apply computation), so a global table would keep the module alive.
+    table = inst.parent.derived.setdefault(_read, {}) if inst.parent is not None else {}
+    kept = table.get(inst)
     if kept is not None:
         try:
             if kept[0] == key:
@@ -100,11 +102,8 @@ def _read(inst, topology) -> tuple:
         except (TypeError, ValueError):  # an attribute value that does not compare as a bool
             pass
     read = (collective_kind(inst), read_collective(inst, topology), describe(inst))
-    _KEPT[inst] = (key, read)
+    table[inst] = (key, read)
     return read
-
-
-_KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _static(ctx) -> _Static:
