@@ -30,7 +30,9 @@ at run time (the counts of device instructions); everything else is the same for
 
 from __future__ import annotations
 
+import functools
 import time
+from types import CodeType
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -214,12 +216,21 @@ def plan_for(computation: HloComputation) -> Plan:
     return plan
 
 
+@functools.lru_cache(maxsize=1024)
+def _compiled(source: str, filename: str) -> CodeType:
+    """Python's bytecode of a plan's ``source``, kept by its text: the source names no
+    instruction (values are ``v<number>``, the instructions ``INSTS[<i>]`` of the namespace it
+    runs in), so computations of the same structure share it; compiling is most of a plan's
+    cost, and most plans run only once or twice (a fuzz campaign's modules, a sweep's cases)."""
+    return compile(source, filename, "exec")
+
+
 def compile_plan(computation: HloComputation) -> Plan:
     """Build ``computation``'s plan (module docstring)."""
     builder = _Builder()
     root = _add_computation(builder, computation, None)
     source, namespace = _write(computation, builder, root)
-    code = compile(source, f"<plan of {computation.name}>", "exec")
+    code = _compiled(source, "<plan>")
     exec(code, namespace)  # noqa: S102 - source written above from the computation's structure
     structure = [_structure(computation)] + [_structure(c) for c in dict.fromkeys(
         builder.inlined)]
@@ -299,7 +310,7 @@ def _write(computation: HloComputation, builder: _Builder, root: int
         nodes = [n for n in nodes if n.out not in folded]
         source, namespace = _write_function(computation, fold_nodes, builder, kept, {}, None,
                                             [], {}, set())
-        exec(compile(source, f"<constants of {computation.name}>", "exec"),  # noqa: S102
+        exec(_compiled(source, "<constants>"),  # noqa: S102
              namespace)
         extra["KEPT"] = _Kept(namespace["run"],
                               [n.inst for n in fold_nodes if n.kind == "const"])
