@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -158,9 +158,10 @@ def prove(source: HloModule, target: HloModule, topology: Topology, *,
                  pairs=distinct, table=table, loop_bounds=bounds)
 
 
-def opaque_in(table: TermTable, handle: int) -> str | None:
-    """The op (its spelling) of an opaque term inside ``handle``'s term, if any: ops the
-    symbolic run compares only as a whole (``SymbolicEvaluator._opaque``)."""
+def _first_row(table: TermTable, handle: int, found: Callable[[tuple], Any]) -> Any:
+    """The first non-None ``found(signature)`` over the rows of ``handle``'s term (its
+    operands and a multiset's leaves, each row once; variables and constants end a branch), or
+    None."""
     seen: set[int] = set()
     stack = [int(handle)]
     while stack:
@@ -169,16 +170,21 @@ def opaque_in(table: TermTable, handle: int) -> str | None:
             continue
         seen.add(h)
         signature, a, b = table.row(h)
+        result = found(signature)
+        if result is not None:
+            return result
         kind = signature[0]
-        if kind == "opaque":
-            return str(signature[1])
         if kind in ("variable", "constant"):
             continue
-        if kind == "multiset":
-            stack.extend(table.leaves(h) or ())
-            continue
-        stack.extend((a, b))
+        stack.extend(table.leaves(h) or () if kind == "multiset" else (a, b))
     return None
+
+
+def opaque_in(table: TermTable, handle: int) -> str | None:
+    """The op (its spelling) of an opaque term inside ``handle``'s term, if any: ops the
+    symbolic run compares only as a whole (``SymbolicEvaluator._opaque``)."""
+    return _first_row(table, handle,
+                      lambda signature: str(signature[1]) if signature[0] == "opaque" else None)
 
 
 def separating_inputs(module: HloModule, topology: Topology, seed: int) -> list[Any]:
@@ -292,21 +298,8 @@ def decide_differences(proof: Proof, contract: Contract) -> Decision:
 
 def rest_in(table: TermTable, handle: int) -> bool:
     """Whether ``handle``'s term holds a loop continued past its unrolled bound."""
-    seen: set[int] = set()
-    stack = [int(handle)]
-    while stack:
-        h = stack.pop()
-        if h < 0 or h in seen:
-            continue
-        seen.add(h)
-        signature, a, b = table.row(h)
-        kind = signature[0]
-        if kind == LOOP_REST:
-            return True
-        if kind in ("variable", "constant"):
-            continue
-        stack.extend(table.leaves(h) or () if kind == "multiset" else (a, b))
-    return False
+    return _first_row(table, handle,
+                      lambda signature: True if signature[0] == LOOP_REST else None) is True
 
 
 def _decide(proof: Proof, rule: str, assume_ended: list | None = None) -> Decision:
