@@ -97,14 +97,22 @@ def wrap_result(shape: Shape, result, replicated: bool, n: int) -> Value:
     element_type = shape.element_type
     if element_type is ElementType.TOKEN:
         return TOKEN
-    array = np.asarray(result)
-    dtype = numpy_dtype(element_type)
+    return wrap_array(result, replicated, n, numpy_dtype(element_type), shape.dims)
+
+
+def wrap_array(result: Any, replicated: bool, n: int, dtype: np.dtype,
+               dims: tuple[int, ...]) -> Replicated | PerDevice:
+    """An array op's batched result (rows first) as a value of ``dtype`` and per-row ``dims``:
+    one row for replicated operands, else ``n`` rows (a single row broadcast to them). The
+    plans call it with the dtype and dims they bound; ``wrap_result`` with the HLO shape's."""
+    array = result if type(result) is np.ndarray else np.asarray(result)
     if array.dtype != dtype:
         array = array.astype(dtype)
-    if array.shape[1:] != shape.dims or array.ndim != len(shape.dims) + 1:
-        raise InterpreterError(f"internal error: op produced shape {list(array.shape[1:])}, "
-                               f"the instruction's shape is {shape}")
-    rows = array.shape[0]
+    rows_shape = array.shape
+    if rows_shape[1:] != tuple(dims) or len(rows_shape) != len(dims) + 1:
+        raise InterpreterError(f"internal error: op produced shape {list(rows_shape[1:])}, "
+                               f"the instruction's shape is {list(dims)}")
+    rows = rows_shape[0]
     if replicated:
         if rows != 1:
             raise InterpreterError(f"internal error: replicated operands gave {rows} rows")
@@ -112,8 +120,8 @@ def wrap_result(shape: Shape, result, replicated: bool, n: int) -> Value:
     if rows != n:
         if rows != 1:
             raise InterpreterError(f"internal error: op produced {rows} rows for {n} devices")
-        array = np.broadcast_to(array, (n, *array.shape[1:]))
+        array = np.broadcast_to(array, (n, *rows_shape[1:]))
     return PerDevice(array)
 
 
-__all__ = ["Frame", "OpContext", "wrap_result"]
+__all__ = ["Frame", "OpContext", "wrap_array", "wrap_result"]

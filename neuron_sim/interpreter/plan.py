@@ -42,7 +42,7 @@ from neuron_sim.hlo import HloComputation, HloInstruction, Opcode
 from neuron_sim.hlo.shapes import ArrayShape
 from neuron_sim.semantics.element_kinds import NotDefined
 
-from neuron_sim.interpreter.context import OpContext, wrap_result
+from neuron_sim.interpreter.context import OpContext, wrap_array, wrap_result
 from neuron_sim.interpreter.errors import ExecutionError, InterpreterError, Unimplemented
 from neuron_sim.interpreter.ops import REGISTRY
 from neuron_sim.interpreter.ops.elementwise import bound_kernel, direct_ufunc, not_defined
@@ -381,7 +381,7 @@ def _write_function(computation: HloComputation, nodes: list[_Node], builder: _B
     namespace: dict[str, Any] = {
         "R": Replicated, "P": PerDevice, "TV": TupleValue, "TOKEN": TOKEN, "ndarray": np.ndarray,
         "asarray": np.asarray, "mono": time.monotonic, "InterpreterError": InterpreterError,
-        "ExecutionError": ExecutionError, "wrap": _wrap_array, "wrap_any": _wrap_any,
+        "ExecutionError": ExecutionError, "wrap": wrap_array, "wrap_any": _wrap_any,
         "unbatched": _unbatched_args, "donate": _donating_call, "gte_error": _gte_error,
         "params_error": _parameters_error, "COMP": computation, "OpContext": OpContext,
         "unimplemented": _missing, "RP": (Replicated, PerDevice), "NotDefined": NotDefined,
@@ -634,28 +634,6 @@ def _unbatched_args(values: list) -> tuple[list[np.ndarray], bool]:
         else:
             raise InterpreterError(f"operand {len(arrays)} is {value!r}, not an array")
     return arrays, replicated
-
-
-def _wrap_array(result: Any, replicated: bool, n: int, dtype: np.dtype,
-                dims: tuple[int, ...]) -> Replicated | PerDevice:
-    """An array op's batched result as a value, checked against the shape the plan bound."""
-    array = result if type(result) is np.ndarray else np.asarray(result)
-    if array.dtype != dtype:
-        array = array.astype(dtype)
-    shape = array.shape
-    if shape[1:] != dims or len(shape) != len(dims) + 1:
-        raise InterpreterError(f"internal error: op produced shape {list(shape[1:])}, "
-                               f"the instruction's shape is {list(dims)}")
-    rows = shape[0]
-    if replicated:
-        if rows != 1:
-            raise InterpreterError(f"internal error: replicated operands gave {rows} rows")
-        return Replicated(array[0])
-    if rows != n:
-        if rows != 1:
-            raise InterpreterError(f"internal error: op produced {rows} rows for {n} devices")
-        array = np.broadcast_to(array, (n, *shape[1:]))
-    return PerDevice(array)
 
 
 def _wrap_any(inst: HloInstruction, result: Any, replicated: bool, n: int):
