@@ -146,6 +146,14 @@ class Topology:
         return self.replica_count * self.num_partitions
 
     @functools.cached_property
+    def flattened_ids(self) -> np.ndarray:
+        """The flattened ids ``0 .. num_devices - 1`` as a read-only int64 array, made once
+        (every execute runs its entry for all of them)."""
+        ids = np.arange(self.num_devices, dtype=np.int64)
+        ids.flags.writeable = False
+        return ids
+
+    @functools.cached_property
     def device_ids(self) -> np.ndarray:
         """Physical ids as a read-only (replica_count, num_partitions) int64 array."""
         assignment = self.device_assignment or self.default_device_assignment(

@@ -113,7 +113,7 @@ def execute(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] |
     if max_memory is not None:
         require_memory(module, topology, max_memory)
     deadline = None if time_limit is None else Deadline(time_limit)
-    args = prepare_arguments(module, topology, inputs, seed)
+    args = prepare_arguments(module, topology, inputs, seed, signature=facts.signature)
     evaluator = Evaluator(module, topology, make_transport(backend, num_devices), seed,
                           deadline, facts=facts)
     result = evaluator.run_entry(args)

@@ -29,14 +29,21 @@ def needs_inputs(module: HloModule) -> bool:
 
 def prepare_arguments(module: HloModule, topology: Topology,
                       inputs: Sequence[Any] | Mapping[str, Any] | None, seed: int | None,
-                      devices: Sequence[int] | np.ndarray | None = None) -> list[Value]:
+                      devices: Sequence[int] | np.ndarray | None = None, *,
+                      signature: Sequence[tuple[np.dtype, tuple[int, ...]]] | None = None
+                      ) -> list[Value]:
     """The entry arguments for the rows ``devices`` (flattened ids; default every device).
 
     ``inputs`` is what ``fit_arguments`` takes; without them, inputs are drawn with
     ``draw_inputs(module, topology, seed)``, which a module that needs inputs must be given a
     ``seed`` for. Raises InputError (one sentence naming the parameter) for inputs that do not
-    fit.
+    fit. ``signature``: each entry parameter's dtype and dimensions when all are arrays (the
+    module's facts), for ``given_arrays``.
     """
+    if signature is not None and devices is None and type(inputs) in (list, tuple):
+        given = given_arrays(inputs, signature, topology.num_devices)
+        if given is not None:
+            return given
     shapes = [p.shape for p in module.entry.parameters]
     if inputs is None:
         if seed is None and needs_inputs(module):
@@ -48,6 +55,29 @@ def prepare_arguments(module: HloModule, topology: Topology,
     except ValueError as exc:
         raise InputError(str(exc)) from None
     return argument_values(fitted, shapes, devices)
+
+
+def given_arrays(inputs: Sequence[Any], signature: Sequence[tuple[np.dtype, tuple[int, ...]]],
+                 num_devices: int) -> list[Value] | None:
+    """The entry arguments of the common call — one numpy array per array parameter, each of
+    exactly the parameter's dtype and shaped as it (given once) or ``[num_devices, *shape]`` —
+    as ``fit_arguments`` and ``argument_values`` make them, read without their general
+    handling (mappings, conversions, tuples, messages). None for any other inputs: those take
+    the general path, which fits or refuses them."""
+    if len(inputs) != len(signature):
+        return None
+    values: list[Value] = []
+    for array, (dtype, dims) in zip(inputs, signature):
+        if type(array) is not np.ndarray or array.dtype != dtype:
+            return None
+        shape = array.shape
+        if shape == dims:
+            values.append(Replicated(_read_only(array)))
+        elif len(shape) == len(dims) + 1 and shape[0] == num_devices and shape[1:] == dims:
+            values.append(collapse_if_uniform(_read_only(array)))
+        else:
+            return None
+    return values
 
 
 def argument_values(fitted: Sequence[Fitted], shapes: Sequence[Any],

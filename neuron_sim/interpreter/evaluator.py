@@ -117,7 +117,7 @@ class Evaluator:
     def run_entry(self, args: Sequence[Value], devices: np.ndarray | None = None) -> Value:
         """Evaluate the entry computation for ``devices`` (default: every device)."""
         if devices is None:
-            devices = np.arange(self.topology.num_devices, dtype=np.int64)
+            devices = self.topology.flattened_ids
         with np.errstate(all="ignore"):  # wrap-around and inf/NaN are semantics, not warnings
             return compacted(self.evaluate(self.module.entry, args, Frame(devices)))
 

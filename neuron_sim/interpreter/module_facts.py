@@ -16,8 +16,13 @@ from __future__ import annotations
 from operator import attrgetter
 from typing import Any
 
+import numpy as np
+
 from neuron_sim.hlo import HloComputation, HloInstruction, HloModule, Opcode
 from neuron_sim.hlo.attributes import COMPUTATION_ATTRIBUTES
+from neuron_sim.hlo.shapes import ArrayShape
+
+from neuron_sim.interpreter.values import numpy_dtype
 
 from neuron_sim.interpreter.plan import Plan, plan_for
 
@@ -25,11 +30,12 @@ _STRUCTURE = attrgetter("opcode", "shape", "operands")
 
 
 class ModuleFacts:
-    """A module's call depth, its first instruction with an unbounded dimension, and its
+    """A module's call depth, its first instruction with an unbounded dimension, its entry
+    parameters' dtypes and dimensions when all are arrays (``signature``, else None), and its
     computations' plans, valid while ``current()``."""
 
-    __slots__ = ("module", "call_depth", "unbounded", "plans", "_entry", "_computations",
-                 "_snapshots", "_bound")
+    __slots__ = ("module", "call_depth", "unbounded", "signature", "plans", "_entry",
+                 "_computations", "_snapshots", "_bound")
 
     def __init__(self, module: HloModule) -> None:
         self.module = module
@@ -42,6 +48,7 @@ class ModuleFacts:
                            for key, value in _bound_attributes(i))
         self.call_depth = module.call_depth()
         self.unbounded = _first_unbounded(module)
+        self.signature = _signature(module)
         self.plans: dict[HloComputation, Plan] = {}
 
     def current(self) -> bool:
@@ -100,6 +107,18 @@ def _bound_attributes(inst: HloInstruction) -> list[tuple[str, Any]]:
     if inst.opcode is Opcode.GET_TUPLE_ELEMENT:
         found.append(("index", attrs.get("index")))
     return found
+
+
+def _signature(module: HloModule) -> list[tuple[np.dtype, tuple[int, ...]]] | None:
+    """Each entry parameter's dtype and dimensions, or None unless all are arrays of a type
+    numpy holds (the general argument path then reports what does not fit)."""
+    shapes = [p.shape for p in module.entry.parameters]
+    if not all(isinstance(s, ArrayShape) and s.is_array for s in shapes):
+        return None
+    try:
+        return [(numpy_dtype(s.element_type), tuple(s.dims)) for s in shapes]
+    except TypeError:
+        return None
 
 
 def _first_unbounded(module: HloModule) -> HloInstruction | None:

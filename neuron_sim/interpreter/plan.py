@@ -62,7 +62,7 @@ class _Node:
     inst: HloInstruction
     out: int
     ins: list[int]
-    kind: str  # "const", "tuple", "gte", "direct", "array", "value", "token", "call"
+    kind: str  # "const", "tuple", "gte", "direct", "kernel", "movement", "bound", "array", ...
     data: Any = None
     group: int = -1  # direct ops: the group (run of consecutive direct ops) they belong to
     donors: tuple[int, ...] = ()  # "donor" ops: operand positions it may write into
@@ -76,7 +76,9 @@ class _Builder:
     variables: int = 0
     computed: set[int] = field(default_factory=set)  # variables computed by the plan itself
     parameters: dict[int, HloInstruction] = field(default_factory=dict)  # var -> parameter
-    inlined: list[HloComputation] = field(default_factory=list)
+    # Computations besides its own whose structure the plan was built from: the ones it
+    # inlines and those a bound op read (an argmax reduce's comparator).
+    read: list[HloComputation] = field(default_factory=list)
     bound: list[tuple[HloInstruction, str, Any]] = field(default_factory=list)
     counted: int = 0  # instructions the plan executes, as the walk counted them
 
@@ -119,7 +121,7 @@ def _add_computation(builder: _Builder, computation: HloComputation, arguments: 
                     len(called.parameters) == len(ins) and \
                     all(p.parameter_number < len(ins) for p in called.parameters):
                 builder.bound.append((inst, attribute, called))
-                builder.inlined.append(called)
+                builder.read.append(called)
                 var_of[inst] = _add_computation(builder, called, ins)
                 continue
         out = var_of[inst] = builder.variable()
@@ -164,10 +166,26 @@ def _node(builder: _Builder, inst: HloInstruction, out: int, ins: list[int]) -> 
     if implementation.values:
         return _Node(inst, out, ins, "value", implementation.fn)
     shape = inst.shape
+    leaves = _array_leaves(shape)
+    if implementation.bind is not None and leaves is not None:
+        op = implementation.bind(inst)
+        if op is not None:
+            builder.bound.extend(op.attributes)
+            builder.read.extend(op.computations)
+            return _Node(inst, out, ins, "bound", (op.fn, leaves, shape.is_tuple))
     if isinstance(shape, ArrayShape) and shape.is_array:
         return _Node(inst, out, ins, "array",
                      (implementation.fn, numpy_dtype(shape.element_type), tuple(shape.dims)))
     return _Node(inst, out, ins, "array_any", implementation.fn)
+
+
+def _array_leaves(shape: Any) -> list[tuple[np.dtype, tuple[int, ...]]] | None:
+    """The dtype and dimensions of an array shape, or of each element of a tuple of arrays;
+    None for any other shape (tokens, nested tuples)."""
+    elements = shape.elements if shape.is_tuple else [shape]
+    if not all(isinstance(e, ArrayShape) and e.is_array for e in elements):
+        return None
+    return [(numpy_dtype(e.element_type), tuple(e.dims)) for e in elements]
 
 
 class Plan:
@@ -233,7 +251,7 @@ def compile_plan(computation: HloComputation) -> Plan:
     code = _compiled(source, "<plan>")
     exec(code, namespace)  # noqa: S102 - source written above from the computation's structure
     structure = [_structure(computation)] + [_structure(c) for c in dict.fromkeys(
-        builder.inlined)]
+        builder.read)]
     return Plan(computation, namespace["run"], source, structure, builder.bound)
 
 
@@ -386,6 +404,7 @@ def _write_function(computation: HloComputation, nodes: list[_Node], builder: _B
         "params_error": _parameters_error, "COMP": computation, "OpContext": OpContext,
         "unimplemented": _missing, "RP": (Replicated, PerDevice), "NotDefined": NotDefined,
         "not_defined": not_defined, "named": _named, "general": _general,
+        "wrong_count": _wrong_count,
         "KERNELS": frozenset(p for p, node in enumerate(nodes) if node.kind == "kernel"),
         **extra}
     insts = [node.inst for node in nodes]
@@ -510,6 +529,24 @@ def _write_step(body: list[str], namespace: dict[str, Any], node: _Node, positio
         body.append(f"r, rep = unbatched([{ins}])")
         body.append(f"{out} = wrap(F{i}(OpContext(ev, INSTS[{i}], frame), *r), rep, n, T{i}, "
                     f"S{i})")
+    elif kind == "bound":
+        # An op bound when the plan was built (``BoundOp``): its batched results wrapped
+        # against the bound shape, one per element of a tuple.
+        fn, leaves, is_tuple = node.data
+        namespace[f"F{i}"] = fn
+        for k, (dtype, dims) in enumerate(leaves):
+            namespace[f"T{i}_{k}"] = dtype
+            namespace[f"S{i}_{k}"] = dims
+        body.append(f"r, rep = unbatched([{ins}])")
+        if is_tuple:
+            body.append(f"o = F{i}(*r)")
+            body.append(f"if len(o) != {len(leaves)}: o = wrong_count(o, {len(leaves)})")
+            wrapped = ", ".join(f"wrap(o[{k}], rep, n, T{i}_{k}, S{i}_{k})"
+                                for k in range(len(leaves)))
+            body.append(f"{out} = TV([{wrapped}])")
+            body.append("del o")
+        else:
+            body.append(f"{out} = wrap(F{i}(*r), rep, n, T{i}_0, S{i}_0)")
     else:  # array op with a tuple or token shape
         namespace[f"F{i}"] = node.data
         body.append(f"r, rep = unbatched([{ins}])")
@@ -664,6 +701,11 @@ def _general(evaluator: Any, inst: HloInstruction, args: list, frame: Any):
 def _named(error: InterpreterError, inst: HloInstruction) -> InterpreterError:
     error.attach(inst)
     return error
+
+
+def _wrong_count(result: Any, count: int) -> Any:
+    raise InterpreterError(f"internal error: op returned {len(result)} results for a tuple of "
+                           f"{count}")
 
 
 def _gte_error() -> Any:

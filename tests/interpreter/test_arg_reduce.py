@@ -242,3 +242,30 @@ def test_argmax_at_8_devices_per_device_and_replicated(replicated):
         flat = data.reshape(*data.shape[:-2], 512)
         _, index = interpreter.run(parse_module(text), [flat])
         np.testing.assert_array_equal(index, numpy_fn(expected.reshape(8, 512), axis=1))
+
+
+def test_a_kept_plan_follows_the_comparator_and_the_iota_changed_in_place():
+    """An execution plan binds the recognised comparator and the iota once; changing them in
+    place must rebuild it. x = [[3, 1, 3], [0, 2, 2]] along dimension 1:
+    - argmax (init -inf, 0): values [3, 2], indices [0, 1] (ties keep the lower index);
+    - the comparator's GT turned into LT in place, the init still -inf: an argmin from -inf,
+      whose accumulator -inf is less than every element, so the init is kept: values
+      [-inf, -inf], indices [0, 0];
+    - back to GT and the iota turned to iota_dimension=0 in place (indices [[0,0,0],[1,1,1]],
+      no longer the positions along dimension 1): row 0 ties 3 at indices 0 and 0 -> index 0;
+      row 1's maximum 2 is at indices 1 and 1 -> index 1; values [3, 2], indices [0, 1] — and
+      with x = [[1, 3, 3], [2, 2, 0]] the positions would give [1, 0] but the indices held
+      give [0, 1]."""
+    module = parse_module(jax_form("2,3", 1, "2"))
+    x = np.array([[3, 1, 3], [0, 2, 2]], np.float32)
+    value, index = interpreter.run(module, [x])
+    assert value.tolist() == [[3, 2]] and index.tolist() == [[0, 1]]
+    compare = next(i for i in module.computations[0].instructions if i.name == "gt")
+    compare.set_attr("direction", "LT")
+    value, index = interpreter.run(module, [x])
+    assert value.tolist() == [[-np.inf, -np.inf]] and index.tolist() == [[0, 0]]
+    compare.set_attr("direction", "GT")
+    iota = next(i for i in module.entry.instructions if i.name == "i")
+    iota.set_attr("iota_dimension", 0)
+    value, index = interpreter.run(module, [np.array([[1, 3, 3], [2, 2, 0]], np.float32)])
+    assert value.tolist() == [[3, 2]] and index.tolist() == [[0, 1]]

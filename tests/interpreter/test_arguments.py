@@ -13,6 +13,7 @@ from interp_helpers import module
 from neuron_sim.interpreter.arguments import argument_values, draw_inputs, needs_inputs, prepare_arguments
 from neuron_sim.interpreter.values import TOKEN, PerDevice, Replicated, TupleValue
 from neuron_sim.cli import main
+from neuron_sim.hlo import parse_module as parse_text
 from neuron_sim.io import fit_arguments, read_npz, write_npz
 from neuron_sim.topology import Topology
 
@@ -162,3 +163,57 @@ def test_a_module_needs_inputs_unless_every_parameter_leaf_is_a_token():
     assert interpreter.run(tokens)[0].tolist() == [1.0]
     with pytest.raises(interpreter.InputError, match="give inputs or a seed"):
         interpreter.run(TUPLE_PARAM)
+
+
+SIGNATURE_MODULE = """HloModule m, num_partitions=2
+ENTRY e {
+  x = f32[3] parameter(0)
+  k = s32[] parameter(1)
+  c = f32[] convert(k)
+  b = f32[3] broadcast(c), dimensions={}
+  ROOT r = f32[3] add(x, b)
+}
+"""
+
+
+def test_exact_arrays_are_taken_as_the_fitter_takes_them():
+    """The common call (``given_arrays``: arrays of the parameters' own dtypes and shapes) gives
+    what the general fitter gives. x given once is held once; k per device [5, 5] (equal rows)
+    is held once too; x per device [[1,2,3],[4,5,6]] with k = [1, 2] per device gives
+    [[2,3,4],[6,7,8]] (x + k on each device)."""
+    m = parse_text(SIGNATURE_MODULE)
+    topology = Topology(1, 2)
+    x = np.array([1, 2, 3], np.float32)
+    signature = [(np.dtype(np.float32), (3,)), (np.dtype(np.int32), ())]
+    values = prepare_arguments(m, topology, [x, np.array([5, 5], np.int32)], None,
+                               signature=signature)
+    assert [type(v) for v in values] == [Replicated, Replicated]
+    assert values[1].array.tolist() == 5
+    assert not values[0].array.flags.writeable and x.flags.writeable
+    per_device = np.array([[1, 2, 3], [4, 5, 6]], np.float32)
+    out = interpreter.run(m, [per_device, np.array([1, 2], np.int32)], topology)[0]
+    assert out.tolist() == [[2, 3, 4], [6, 7, 8]]
+
+
+@pytest.mark.parametrize("inputs, message", [
+    # a float64 x is not converted: the fitter names the parameter and the dtype
+    ([np.zeros(3), np.int32(0)], "parameter 0 (arg0, f32[3]) has dtype float64, expected f32"),
+    # three rows for two devices
+    ([np.zeros((3, 3), np.float32), np.int32(0)], "parameter 0 (arg0, f32[3]) has shape [3, 3]"),
+    # one input for two parameters
+    ([np.zeros(3, np.float32)], "1 input arrays given but the entry computation has 2"),
+])
+def test_arrays_that_do_not_fit_exactly_get_the_fitters_message(inputs, message):
+    """Inputs outside the common call take the general path, which refuses them with its
+    one sentence naming the parameter (as before the fast path existed)."""
+    m = parse_text(SIGNATURE_MODULE)
+    with pytest.raises(interpreter.InputError) as caught:
+        interpreter.run(m, inputs, Topology(1, 2))
+    assert message in str(caught.value)
+
+
+def test_python_values_are_still_converted():
+    """Not numpy arrays: the general path converts them. [1, 2, 3] + 2 = [3, 4, 5]."""
+    m = parse_text(SIGNATURE_MODULE)
+    out = interpreter.run(m, [[1, 2, 3], 2], Topology(1, 2))[0]
+    assert out.tolist() == [[3, 4, 5], [3, 4, 5]]

@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from neuron_sim.hlo import HloComputation, Opcode
+from neuron_sim.hlo import HloComputation, HloInstruction, Opcode
 from neuron_sim.hlo.arg_reducers import ArgReducer, increases_along, recognise_arg_reducer
 
 from neuron_sim.interpreter.errors import InterpreterError
@@ -26,7 +26,7 @@ from neuron_sim.interpreter.ops.elementwise import (_int_work_dtype, _wrap_int, 
                                          float_maximum, float_minimum, is_complex, is_float,
                                          is_pred, total_order_key)
 from neuron_sim.interpreter.ops.indexing import apply_in_order
-from neuron_sim.interpreter.ops.registry import implements
+from neuron_sim.interpreter.ops.registry import BoundOp, implements
 
 _ASSOCIATIVE = (Opcode.ADD, Opcode.MULTIPLY, Opcode.MAXIMUM, Opcode.MINIMUM, Opcode.AND,
                 Opcode.OR, Opcode.XOR)
@@ -275,7 +275,8 @@ def _init_once(values: np.ndarray, value: np.ndarray, index: np.ndarray, init_va
         # The common case in one reduction: every winner that is not a NaN is on the far side
         # of the init and of zero (argmax of data whose row maxima are positive, argmin of
         # negative minima): then neither rule below changes a row.
-        nearest = (np.fmin if largest else np.fmax).reduce(value, axis=None).item()
+        nearest = value.item() if value.size == 1 else \
+            (np.fmin if largest else np.fmax).reduce(value, axis=None).item()
         if (nearest > start if largest else nearest < start) and \
                 (kind != "f" or (nearest > 0 if largest else nearest < 0)):
             return value, index
@@ -316,13 +317,15 @@ _ARG_REDUCERS: ComputationCache[ArgReducer | None] = ComputationCache(recognise_
                                                                       attributes=True)
 
 
-def _arg_reduce(inst, reducer: ArgReducer, dim: int, values: np.ndarray, indices: np.ndarray,
-                init_value: np.ndarray, init_index: np.ndarray) -> list[np.ndarray]:
+def _arg_reduce(reducer: ArgReducer, dim: int, iota: bool, values: np.ndarray,
+                indices: np.ndarray, init_value: np.ndarray, init_index: np.ndarray
+                ) -> list[np.ndarray]:
     """A reduce whose reducer is an argmax / argmin comparator, over one dimension ``dim``, on
-    batched operands: ``fold_arg_reduce`` along ``1 + dim``. The rows of the four operands are
-    brought to one count (a replicated operand has one row); a batched init holds one value
-    per row, shaped ``(rows, 1, ...)`` to broadcast against the result (a single value
-    broadcasts as it is)."""
+    batched operands: ``fold_arg_reduce`` along ``1 + dim`` (``iota``: the indices are the
+    positions along ``dim``, ``increases_along``). The rows of the four operands are brought
+    to one count (a replicated operand has one row); a batched init holds one value per row,
+    shaped ``(rows, 1, ...)`` to broadcast against the result (a single value broadcasts as
+    it is)."""
     rows = values.shape[0]
     if indices.shape[0] != rows or init_value.shape[0] != rows or init_index.shape[0] != rows:
         rows = max(rows, indices.shape[0], init_value.shape[0], init_index.shape[0])
@@ -335,20 +338,51 @@ def _arg_reduce(inst, reducer: ArgReducer, dim: int, values: np.ndarray, indices
         init_value = init_value.reshape(init_value.shape[0], *([1] * (rank - 1)))
     if init_index.size != 1:
         init_index = init_index.reshape(init_index.shape[0], *([1] * (rank - 1)))
-    iota = increases_along(inst.operands[1], dim)
     return list(fold_arg_reduce(values, indices, init_value, init_index, reducer, axis=1 + dim,
                                 increasing=iota, positions=iota))
 
 
-@implements(Opcode.REDUCE)
+def _arg_reduce_of(inst: HloInstruction) -> tuple[ArgReducer, int] | None:
+    """The recognised comparator and the one reduced dimension of an argmax / argmin reduce
+    (four operands: values, indices and their inits), else None."""
+    if len(inst.operands) != 4:
+        return None
+    to_apply = inst.attrs.get("to_apply")
+    reducer = _ARG_REDUCERS.get(to_apply) if isinstance(to_apply, HloComputation) else None
+    dims = inst.attrs.get("dimensions", ())
+    return (reducer, dims[0]) if reducer is not None and len(dims) == 1 else None
+
+
+def bound_reduce(inst: HloInstruction) -> BoundOp | None:
+    """An argmax / argmin reduce bound once for an execution plan: the comparator recognised,
+    the reduced dimension and whether the indices are its positions (``increases_along``)
+    decided when the plan is built instead of on every execute. It reads the reduce's
+    ``to_apply`` and ``dimensions``, the comparator's structure and the attributes the
+    recogniser reads (each compare's direction and type), and the attributes of the index
+    operand ``increases_along`` reads. Other reduces: None (the registered function)."""
+    found = _arg_reduce_of(inst)
+    if found is None:
+        return None
+    reducer, dim = found
+    to_apply = inst.attrs["to_apply"]
+    attributes = [(inst, "to_apply", to_apply), (inst, "dimensions", inst.attrs["dimensions"])]
+    attributes += [(i, name, i.attrs.get(name)) for i in to_apply.instructions
+                   if i.opcode is Opcode.COMPARE for name in ("direction", "type")]
+    index = inst.operands[1]
+    attributes += [(i, name, i.attrs.get(name))
+                   for i in (index, *index.operands[:1]) for name in ("dimensions",
+                                                                       "iota_dimension")]
+    return BoundOp(functools.partial(_arg_reduce, reducer, dim, increases_along(index, dim)),
+                   attributes, [to_apply])
+
+
+@implements(Opcode.REDUCE, bind=bound_reduce)
 def reduce(ctx, *arrays):
     inst = ctx.inst
-    if len(arrays) == 4:
-        to_apply = inst.attrs.get("to_apply")
-        reducer = _ARG_REDUCERS.get(to_apply) if to_apply is not None else None
-        dims = inst.attrs.get("dimensions", ())
-        if reducer is not None and len(dims) == 1:
-            return _arg_reduce(inst, reducer, dims[0], *arrays)
+    found = _arg_reduce_of(inst)
+    if found is not None:
+        reducer, dim = found
+        return _arg_reduce(reducer, dim, increases_along(inst.operands[1], dim), *arrays)
     count = len(arrays) // 2
     rows = max(a.shape[0] for a in arrays)
     xs = [a if a.shape[0] == rows else np.broadcast_to(a, (rows, *a.shape[1:]))

@@ -58,17 +58,37 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 }
 
 
+class BoundOp:
+    """An op bound once for an execution plan (``neuron_sim.interpreter.plan``): ``fn`` takes
+    the operands as batched arrays and returns the result's batched arrays (a list, one per
+    element, for a tuple-shaped result), computing what the registered function computes with
+    every per-call decision made when it was bound. ``attributes`` are the
+    ``(instruction, name, value)`` it read, ``computations`` the computations whose structure
+    it read: the plan is rebuilt when any of them changes."""
+
+    __slots__ = ("fn", "attributes", "computations")
+
+    def __init__(self, fn: Callable, attributes: list, computations: list) -> None:
+        self.fn = fn
+        self.attributes = attributes
+        self.computations = computations
+
+
 class OpImplementation:
-    """An opcode's registered function and its calling convention (``values``: value op).
-    Immutable; equal when its three fields are. A plain class, not a dataclass: building a
-    frozen dataclass compiles six methods, which every start-up would pay for."""
+    """An opcode's registered function, its calling convention (``values``: value op) and
+    its binder (``bind(inst) -> BoundOp | None``: the op bound once for a plan, where the
+    instruction allows). Immutable; equal when its fields are. A plain class, not a
+    dataclass: building a frozen dataclass compiles six methods, which every start-up would
+    pay for."""
 
-    __slots__ = ("opcode", "fn", "values")
+    __slots__ = ("opcode", "fn", "values", "bind")
 
-    def __init__(self, opcode: Opcode, fn: Callable, values: bool) -> None:
+    def __init__(self, opcode: Opcode, fn: Callable, values: bool,
+                 bind: Callable | None = None) -> None:
         object.__setattr__(self, "opcode", opcode)
         object.__setattr__(self, "fn", fn)
         object.__setattr__(self, "values", values)
+        object.__setattr__(self, "bind", bind)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"OpImplementation is immutable: cannot set {name}")
@@ -76,13 +96,15 @@ class OpImplementation:
     def __eq__(self, other: object) -> bool:
         if type(other) is not OpImplementation:
             return NotImplemented
-        return (self.opcode, self.fn, self.values) == (other.opcode, other.fn, other.values)
+        return (self.opcode, self.fn, self.values, self.bind) == \
+            (other.opcode, other.fn, other.values, other.bind)
 
     def __hash__(self) -> int:
-        return hash((self.opcode, self.fn, self.values))
+        return hash((self.opcode, self.fn, self.values, self.bind))
 
     def __repr__(self) -> str:
-        return f"OpImplementation(opcode={self.opcode!r}, fn={self.fn!r}, values={self.values!r})"
+        return (f"OpImplementation(opcode={self.opcode!r}, fn={self.fn!r}, "
+                f"values={self.values!r}, bind={self.bind!r})")
 
 
 def _import_family(module: str) -> None:
@@ -96,8 +118,10 @@ REGISTRY: LazyTable = LazyTable(
 """Opcode -> OpImplementation; an opcode's family is imported on its first lookup."""
 
 
-def implements(*opcodes: Opcode, values: bool = False) -> Callable[[Callable], Callable]:
-    """Register the decorated function as the implementation of ``opcodes``."""
+def implements(*opcodes: Opcode, values: bool = False, bind: Callable | None = None
+               ) -> Callable[[Callable], Callable]:
+    """Register the decorated function as the implementation of ``opcodes`` (``bind``: its
+    binder for execution plans, ``OpImplementation``)."""
 
     def register(fn: Callable) -> Callable:
         for opcode in opcodes:
@@ -109,7 +133,7 @@ def implements(*opcodes: Opcode, values: bool = False) -> Callable[[Callable], C
                 raise RuntimeError(f"{opcode.spelling} is implemented twice: "
                                    f"{dict.__getitem__(REGISTRY, opcode).fn.__module__} and "
                                    f"{fn.__module__}")
-            dict.__setitem__(REGISTRY, opcode, OpImplementation(opcode, fn, values))
+            dict.__setitem__(REGISTRY, opcode, OpImplementation(opcode, fn, values, bind))
         return fn
 
     return register

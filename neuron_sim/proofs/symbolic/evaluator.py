@@ -85,7 +85,7 @@ class SymbolicEvaluator(Evaluator):
     def arguments(self, tag: str, replicated: Sequence[Sequence[bool]]) -> list[Value]:
         """A fresh variable per (parameter leaf, device, element) of the entry computation; one
         per (leaf, element) where ``replicated[param][leaf]`` holds. ``tag`` names them."""
-        devices = np.arange(self.topology.num_devices, dtype=np.int64)
+        devices = self.topology.flattened_ids
         values = []
         for param, flags in zip(self.module.entry.parameters, replicated):
             counter = iter(range(1 << 30))
