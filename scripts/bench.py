@@ -445,7 +445,10 @@ ENTRY main {{
 def bench_argmax(rounds: int) -> list[dict]:
     """The whole module (reshape, iota, the variadic reduce with JAX's comparator) / numpy's
     argmax or argmin on the same f32[256,1024] (many ties, no NaN: numpy stops at a NaN), per
-    axis and flattened; also the reduce's fold alone (``fold_only`` in the JSON). Then argmax
+    axis and flattened; also the reduce's fold alone (``fold_only`` in the JSON). Each sample
+    times 50 calls of both (a few milliseconds: samples of 5 module calls, a quarter of a
+    millisecond, spread 2.7-15x from one round to the next on a machine running anything
+    else). Then argmax
     at 8 devices, along axis 1 and flattened: one input per device (f32[8,256,1024], / numpy
     on all of it) and one input for all (held once, / numpy on the one input)."""
     from neuron_sim.interpreter.ops.reduce import fold_arg_reduce
@@ -471,11 +474,11 @@ def bench_argmax(rounds: int) -> list[dict]:
                           np.float32)
             zero = np.zeros_like(low, dtype=np.int32)
             times = alternating({
-                "module": lambda: seconds(lambda: interpreter.execute(module, [x]), 5),
+                "module": lambda: seconds(lambda: interpreter.execute(module, [x]), 50),
                 "fold": lambda: seconds(lambda: fold_arg_reduce(
                     values, indices, low, zero, ArgReducer(direction, True), axis=1 + dim,
-                    increasing=True, positions=True), 5),
-                "numpy": lambda: seconds(lambda: numpy_fn(x, axis=axis), 20)}, rounds)
+                    increasing=True, positions=True), 50),
+                "numpy": lambda: seconds(lambda: numpy_fn(x, axis=axis), 50)}, rounds)
             records.append(goal(f"arg{direction} {label} (module) / numpy.arg{direction}",
                                 ratios(times["module"], times["numpy"]), 3.0,
                                 fold_only=statistics.median(ratios(times["fold"],
