@@ -11,6 +11,8 @@ One roof, one module per question (docs/architecture.md draws the layers):
 * ``symbolic`` — the interpreter run on symbols: every input element a variable, every result a
   term (above the interpreter, which it extends).
 * ``smt`` — "do these differing terms still meet the contract for every input?": terms -> z3.
+* ``answers`` — z3's answers kept for the rest of one verification (its other topologies ask
+  the same formulas up to renaming).
 * ``all_inputs`` — "does the rewrite preserve every output for all inputs?": symbolic execution
   of source and target, then ``smt`` on what differs (``verify --proof``).
 * ``pools`` — "for the constant offset pools the seed's multiple-groups matcher admits, does its

@@ -42,6 +42,7 @@ import numpy as np
 from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.lazy import LazyModule
+from neuron_sim.proofs import answers
 from neuron_sim.proofs.symbolic import TermTable
 from neuron_sim.proofs.symbolic.loops import LOOP_REST
 from neuron_sim.semantics.element_kinds import NotDefined
@@ -153,6 +154,8 @@ class _Translator:
         self.variables: dict[str, tuple] = {}   # z3 name -> (signature, device, element)
         self.bits: dict[int, Any] = {}          # float leaves: their exact bit pattern
         self.definitions: dict[str, Any] = {}   # fresh constant's name -> its definition
+        # handle -> the fresh constants its term uses, each after those its definition uses
+        self.uses: dict[int, tuple[str, ...]] = {}
 
     def defined(self, formula: Any) -> Any:
         """``formula`` and the definitions of the fresh constants it uses (and theirs): each
@@ -193,7 +196,21 @@ class _Translator:
                 continue
             stack.pop()
             self.memo[h], self.dtypes[h] = self._build(h)
+            own = f"{DEFINED}{h}"
+            used = [self.uses[c] for c in children if self.uses[c]]
+            if own in self.definitions:
+                used.append((own,))
+            self.uses[h] = used[0] if len(used) == 1 else \
+                tuple(dict.fromkeys(n for u in used for n in u)) if used else ()
         return self.memo[handle]
+
+    def definitions_of(self, handles: Sequence[int]) -> list[Any]:
+        """The definitions of the fresh constants that the terms of ``handles`` (translated)
+        use, each after the definitions it uses: the conjunct ``defined`` adds, read from the
+        terms' structure instead of walking z3's formula (the order depends on the terms only,
+        not on z3's term ids, so equal formulas up to renaming stay equal)."""
+        names = dict.fromkeys(n for h in handles for n in self.uses[int(h)])
+        return [self.definitions[n] for n in names]
 
     def _children(self, h: int) -> list[int]:
         signature, a, b = self.table.row(h)
@@ -578,32 +595,45 @@ def decide(table: TermTable, pairs: Sequence[tuple[int, int]], rule: str, *,
                                    f"about at most {MAX_PAIRS})")
     translator = _Translator(table)
     predicate = predicate_of(rule)
-    violations = []
+    violations, aligned, definitions = [], [], []
     try:
-        assumed = _ended(translator, assume_ended)
+        assumed, conditions = _ended(translator, assume_ended)
         for source, target in pairs:
             s, t = translator.expr(source), translator.expr(target)
             s_type, t_type = translator.dtypes[int(source)], translator.dtypes[int(target)]
             if s_type != t_type:
                 return Decision("unknown", f"the source is {s_type} and the target {t_type}",
                                 seconds=time.perf_counter() - start)
-            violations.append(translator.defined(z3.And(
-                *assumed, z3.Not(z3.simplify(_aligned(predicate, s, t, s_type))))))
+            aligned.append(_aligned(predicate, s, t, s_type))
+            definitions.append(translator.definitions_of([source, target, *conditions]))
+            violations.append(z3.And(*definitions[-1], *assumed, z3.Not(aligned[-1])))
     except NoModel as exc:
         return Decision("unknown", str(exc), seconds=time.perf_counter() - start)
     # Every device usually computes the same formula on its own variables: one violation per
     # class of formulas equal up to renaming their variables is asked (the others are
-    # satisfiable exactly when it is). A few classes are asked one by one; many are asked in
-    # one query over their disjunction first, which is fastest when they are easy. When that
-    # times out, z3 often decides them one by one (26 pairs of case-split dynamic-slice terms:
-    # no answer in 10 s jointly, all proved in 2.8 s separately; 8 classes of a deleted
-    # all-reduce's sums: no answer in 2.5 s jointly, each proved in 0.1 s).
-    asked = _renaming_classes(violations)
-    answer = z3.unknown
+    # satisfiable exactly when it is). The classes are of the formulas as built, before z3's
+    # simplifier, which orders a commutative operation's operands by z3's term ids (they
+    # depend on what the process made and freed before: a second topology's 224 argmax pairs
+    # fell into 43 classes after simplifying, 11 before). A class asked before within
+    # ``remembering_answers`` (an earlier topology) is not asked again when z3 proved it or
+    # ran out of time on it (``neuron_sim.proofs.answers``). A few classes are asked one by
+    # one; many are asked in one query over their disjunction first, which is fastest when
+    # they are easy. When that times out, z3 often decides them one by one (26 pairs of
+    # case-split dynamic-slice terms: no answer in 10 s jointly, all proved in 2.8 s
+    # separately; 8 classes of a deleted all-reduce's sums: no answer in 2.5 s jointly, each
+    # proved in 0.1 s).
+    classes = [(i, key) for i, key in _classes(violations) if not answers.known_unsat(key)]
+    keys = [key for _, key in classes]
+    asked = [z3.And(*definitions[i], *assumed, z3.Not(z3.simplify(aligned[i])))
+             for i, _ in classes]
+    answer, model, why = (z3.unknown if asked else z3.unsat), None, ""
     if len(asked) > FEW_CLASSES:
-        answer, model, why = _check(z3.Or(*asked), max(1, timeout_ms // JOINT_SHARE))
+        budget = max(1, timeout_ms // JOINT_SHARE)
+        if answers.recall(keys, budget) is None:
+            answer, model, why = _check(z3.Or(*asked), budget)
+            answers.remember(keys, str(answer), budget, why)
     if answer == z3.unknown:
-        answer, model, why = _pair_by_pair(asked, timeout_ms, start)
+        answer, model, why = _pair_by_pair(asked, keys, timeout_ms, start)
     seconds = time.perf_counter() - start
     if answer == z3.unsat:
         return Decision("proved", f"z3 proved the {rule} contract on {len(pairs)} differing "
@@ -627,25 +657,32 @@ def decide(table: TermTable, pairs: Sequence[tuple[int, int]], rule: str, *,
 
 def _renaming_classes(formulas: list[Any]) -> list[Any]:
     """The first of each class of ``formulas`` that are the same formula up to a one-to-one
-    renaming of their free constants, in their order. Two formulas of a class are satisfiable
-    together or not at all (a model of one, renamed, is a model of the other), so asking z3
-    about one of each decides them all; and a model of the one asked is a model of a formula
+    renaming of their free constants, in their order (``_classes``)."""
+    return [formulas[i] for i, _ in _classes(formulas)]
+
+
+def _classes(formulas: list[Any]) -> list[tuple[int, Any]]:
+    """The index of the first of each class of ``formulas`` that are the same formula up to a
+    one-to-one renaming of their free constants, in their order, with the class's key. Two
+    formulas of a class are satisfiable together or not at all (a model of one, renamed, is a
+    model of the other), so asking z3 about one of each decides them all; and a model of the one asked is a model of a formula
     of the list, so a witness read from it is one. The key of a formula is the formula with
     its constants renamed ``_v0, _v1, ...`` in the order they first occur, operands left to
     right (``_constants_in_order``): z3 shares equal terms, so equal keys are the same term
-    (while both live: z3 reuses the id of a freed term, so every key is kept until the end)."""
-    kept: dict[int, Any] = {}
+    (while both live: z3 reuses the id of a freed term, so every key is kept until the end;
+    the caller keeps the classes' keys alive for as long as it compares them by id)."""
+    kept: dict[int, tuple[int, Any]] = {}
     keys: list[Any] = []
     orders: dict[int, tuple[int, ...]] = {}
     constants: dict[int, Any] = {}
-    for formula in formulas:
+    for index, formula in enumerate(formulas):
         order = _constants_in_order(formula, orders, constants)
         renamed = z3.substitute(formula, *[
             (c, z3.Const(f"_v{n}", c.sort()))
             for n, c in enumerate(_z3_expr(constants[key], formula.ctx) for key in order)]) \
             if order else formula
         keys.append(renamed)
-        kept.setdefault(renamed.get_id(), formula)
+        kept.setdefault(renamed.get_id(), (index, renamed))
     return list(kept.values())
 
 
@@ -693,15 +730,18 @@ def _constants_in_order(formula: Any, orders: dict[int, tuple[int, ...]],
     return orders[core.Z3_get_ast_id(ctx, formula.as_ast())]
 
 
-def _ended(translator: _Translator, loops: Sequence[Sequence[np.ndarray]]) -> list[Any]:
-    """Per loop and row: not every condition of the loop holds there (it ends in the bound)."""
-    ended = []
+def _ended(translator: _Translator, loops: Sequence[Sequence[np.ndarray]]
+           ) -> tuple[list[Any], list[int]]:
+    """Per loop and row: not every condition of the loop holds there (it ends in the bound);
+    and the handles of the conditions used."""
+    ended, handles = [], []
     for conditions in loops:
         rows = max((len(c) for c in conditions), default=0)
         for row in range(rows):
-            reached = [translator.expr(int(c[row if len(c) > 1 else 0])) for c in conditions]
-            ended.append(z3.Not(z3.And(*reached)))
-    return ended
+            used = [int(c[row if len(c) > 1 else 0]) for c in conditions]
+            handles.extend(used)
+            ended.append(z3.Not(z3.And(*[translator.expr(h) for h in used])))
+    return ended, handles
 
 
 def _check(violation: Any, timeout_ms: int) -> tuple[Any, Any, str]:
@@ -714,16 +754,27 @@ def _check(violation: Any, timeout_ms: int) -> tuple[Any, Any, str]:
             solver.reason_unknown() if answer == z3.unknown else "")
 
 
-def _pair_by_pair(violations: list[Any], timeout_ms: int, start: float) -> tuple[Any, Any, str]:
+def _pair_by_pair(violations: list[Any], keys: list[Any], timeout_ms: int,
+                  start: float) -> tuple[Any, Any, str]:
     """Each pair's violation on its own, ``timeout_ms`` each, within ``PAIR_BY_PAIR_BUDGET``
     times ``timeout_ms`` in all since ``start``: unsat when every pair is, the first sat pair's
-    model, else unknown."""
-    for number, violation in enumerate(violations):
+    model, else unknown. ``keys``: the violations' class keys, for the answers remembered
+    within ``remembering_answers`` (an unsat one is not asked; one that ran out of time
+    before with as long a budget is unknown at once)."""
+    for number, (violation, key) in enumerate(zip(violations, keys)):
+        if answers.known_unsat(key):
+            continue
         left = PAIR_BY_PAIR_BUDGET * timeout_ms - (time.perf_counter() - start) * 1000
         if left <= 0:
             return z3.unknown, None, (f"out of time after {number} of {len(violations)} "
                                       "pairs decided one by one")
-        answer, model, why = _check(violation, min(timeout_ms, int(left)))
+        budget = min(timeout_ms, int(left))
+        known = answers.recall([key], budget)
+        if known is not None:
+            return z3.unknown, None, (f"{known.reason} on the same formula up to renaming "
+                                      f"before, with {known.budget_ms} ms")
+        answer, model, why = _check(violation, budget)
+        answers.remember([key], str(answer), budget, why)
         if answer != z3.unsat:
             return answer, model, why if answer == z3.unknown else ""
     return z3.unsat, None, ""

@@ -8,9 +8,11 @@ equal terms upgrade it, an unsupported construct or an undecided difference leav
 or makes it FAILED_TO_PROVE, and the witness inputs the proof suggests are run through the
 same checks here, where an UNSOUND one overturns it. ``check_pass`` runs the passes once per
 topology, each time with that topology in its ``PassContext``, and follows the passes' weakest
-contract. An UNSOUND summary is minimized (minimize.py) by a derived verifier, and the breaking
-pass of a pass list is found by verifiers derived for each prefix: every variant is this
-verifier with some options replaced, never the settings spelled out again.
+contract. The topologies of one check share z3's answers (``remembering_answers``: each asks
+the same formulas up to renaming). An UNSOUND summary is minimized (minimize.py) by a derived
+verifier, and the breaking pass of a pass list is found by verifiers derived for each prefix:
+every variant is this verifier with some options replaced, never the settings spelled out
+again.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from neuron_sim.verify.execution import Runner, default_runner
 from neuron_sim.verify.minimize import Rewriter, minimize_case
 from neuron_sim.verify.options import VerifyOptions
 from neuron_sim.verify.pass_runs import apply_passes, options_taken, pass_list
+from neuron_sim.proofs.answers import remembering_answers
 from neuron_sim.proofs.uniform.cost import (EXECUTION_MULTIPLY_ADDS, multiply_adds,
                                             positions_timeout)
 from neuron_sim.verify.proving import (PROOF_FAILED, TooLarge, positions_facts, proof_facts,
@@ -114,7 +117,8 @@ class Verifier:
         under the options' contract?"""
         options = self.options
         topologies = options.topologies_for(before)
-        verdicts = [self.verdict(before, after, topology) for topology in topologies]
+        with remembering_answers():
+            verdicts = [self.verdict(before, after, topology) for topology in topologies]
         result = self._summary(before, after, topologies, verdicts,
                                trials=options.trials if options.inputs is None else 1)
         if result.status is Status.UNSOUND and options.minimize and options.inputs is None \
@@ -142,28 +146,11 @@ class Verifier:
         resolve_pass_options(hlo_passes, pass_options)
         rewrites = self.derived(contract=weakest(p.contract for p in hlo_passes))
         topologies = options.topologies_for(module)
-        verdicts: list[TopologyVerdict] = []
-        bound = False  # some pass held source values fixed (SourceBinding): no minimizing
-        for topology in topologies:
-            context = PassContext(topology=topology, options=pass_options)
-            try:
-                target, changed, log = apply_passes(module, hlo_passes, context)
-            except Exception as exc:  # noqa: BLE001 - PassError and anything a pass lets escape
-                verdicts.append(TopologyVerdict(topology, target=module, changed=False).fail(
-                    Status.ERROR, PASS_FAILED, str(exc)))
-                continue
-            if not changed:
-                verdict = TopologyVerdict(topology, target=target, changed=False,
-                                          proof="all-inputs")
-                where = "" if len(topologies) == 1 else f" on topology {topology}"
-                verdict.notes.append(f"the passes made no change{where}: the target is the "
-                                     "source")
-            else:
-                verdict = rewrites._rewrite_verdict(module, target, hlo_passes, topology)
-                verdict.changed, verdict.rewrites = True, log
-                bound = bound or verdict.target is not target
-                verdict.target = target
-            verdicts.append(verdict)
+        with remembering_answers():
+            runs = [rewrites._pass_verdict(module, hlo_passes, pass_options, topology,
+                                           len(topologies) > 1) for topology in topologies]
+        verdicts = [verdict for verdict, _ in runs]
+        bound = any(held for _, held in runs)  # a pass held source values fixed: no minimizing
         result = rewrites._summary(
             module, module, topologies, verdicts,
             trials=options.trials if options.inputs is None or not any(v.changed for v in verdicts)
@@ -191,6 +178,32 @@ class Verifier:
 
             result.minimized = rewrites.minimize(result, rewrite)
         return result
+
+    def _pass_verdict(self, module: HloModule, hlo_passes: Sequence[HloPass],
+                      pass_options: dict[str, Any], topology: Topology,
+                      several: bool) -> tuple[TopologyVerdict, bool]:
+        """``check_pass`` on one topology: the passes run on a copy of ``module`` with that
+        topology in their ``PassContext``, and the verdict on their rewrite (``several``: the
+        check has other topologies, which a note names); and whether a pass held source values
+        fixed (``SourceBinding``)."""
+        context = PassContext(topology=topology, options=pass_options)
+        try:
+            target, changed, log = apply_passes(module, hlo_passes, context)
+        except Exception as exc:  # noqa: BLE001 - PassError and anything a pass lets escape
+            return TopologyVerdict(topology, target=module, changed=False).fail(
+                Status.ERROR, PASS_FAILED, str(exc)), False
+        if not changed:
+            verdict = TopologyVerdict(topology, target=target, changed=False,
+                                      proof="all-inputs")
+            where = f" on topology {topology}" if several else ""
+            verdict.notes.append(f"the passes made no change{where}: the target is the "
+                                 "source")
+            return verdict, False
+        verdict = self._rewrite_verdict(module, target, hlo_passes, topology)
+        verdict.changed, verdict.rewrites = True, log
+        held = verdict.target is not target
+        verdict.target = target
+        return verdict, held
 
     # ----------------------------------------------------------------------------------------
     # The verdict on one topology.
