@@ -59,6 +59,7 @@ TIMEOUT_MS = 10_000        # z3's budget for one query
 JOINT_SHARE = 4            # several pairs: the joint query gets TIMEOUT_MS / JOINT_SHARE, then
 PAIR_BY_PAIR_BUDGET = 3    # the pairs one by one, TIMEOUT_MS each, this many TIMEOUT_MS in all
 FEW_CLASSES = 8            # this many classes of pairs or fewer are asked one by one at once
+ONE_BY_ONE = "one by one"  # the remembered answers' name for the one-by-one query
 
 
 class NoModel(Exception):
@@ -616,24 +617,35 @@ def decide(table: TermTable, pairs: Sequence[tuple[int, int]], rule: str, *,
     # depend on what the process made and freed before: a second topology's 224 argmax pairs
     # fell into 43 classes after simplifying, 11 before). A class asked before within
     # ``remembering_answers`` (an earlier topology) is not asked again when z3 proved it or
-    # ran out of time on it (``neuron_sim.proofs.answers``). A few classes are asked one by
-    # one; many are asked in one query over their disjunction first, which is fastest when
-    # they are easy. When that times out, z3 often decides them one by one (26 pairs of
-    # case-split dynamic-slice terms: no answer in 10 s jointly, all proved in 2.8 s
-    # separately; 8 classes of a deleted all-reduce's sums: no answer in 2.5 s jointly, each
-    # proved in 0.1 s).
-    classes = [(i, key) for i, key in _classes(violations) if not answers.known_unsat(key)]
+    # ran out of time on it (``neuron_sim.proofs.answers``), and the same classes are not
+    # asked again at all when they ran out of the whole budget before (ReplaceMinimumConstant's
+    # -inf buffer: 9 classes of 1.6 to 10 s each against 30 s, on each of three topologies).
+    # A few classes are asked one by one; many are asked in one query over their disjunction
+    # first, which is fastest when they are easy. When that times out, z3 often decides them
+    # one by one (26 pairs of case-split dynamic-slice terms: no answer in 10 s jointly, all
+    # proved in 2.8 s separately; 8 classes of a deleted all-reduce's sums: no answer in 2.5 s
+    # jointly, each proved in 0.1 s).
+    every = _classes(violations)
+    classes = [(i, key) for i, key in every if not answers.known_unsat(key)]
     keys = [key for _, key in classes]
     asked = [z3.And(*definitions[i], *assumed, z3.Not(z3.simplify(aligned[i])))
              for i, _ in classes]
     answer, model, why = (z3.unknown if asked else z3.unsat), None, ""
-    if len(asked) > FEW_CLASSES:
+    every_keys = [key for _, key in every]
+    overall = PAIR_BY_PAIR_BUDGET * timeout_ms
+    gave_up = answers.recall(every_keys, overall, ONE_BY_ONE) if asked else None
+    if gave_up is not None:  # these classes ran out of the whole budget before: not again
+        why = (f"{gave_up.reason}: the same {len(every)} classes of pairs ran out of "
+               f"{gave_up.budget_ms} ms before")
+    elif len(asked) > FEW_CLASSES:
         budget = max(1, timeout_ms // JOINT_SHARE)
         if answers.recall(keys, budget) is None:
             answer, model, why = _check(z3.Or(*asked), budget)
             answers.remember(keys, str(answer), budget, why)
-    if answer == z3.unknown:
+    if answer == z3.unknown and gave_up is None:
         answer, model, why = _pair_by_pair(asked, keys, timeout_ms, start)
+        if answer == z3.unknown and why.startswith(("timeout", "out of time")):
+            answers.remember(every_keys, "unknown", overall, "timeout", ONE_BY_ONE)
     seconds = time.perf_counter() - start
     if answer == z3.unsat:
         return Decision("proved", f"z3 proved the {rule} contract on {len(pairs)} differing "
@@ -665,12 +677,13 @@ def _classes(formulas: list[Any]) -> list[tuple[int, Any]]:
     """The index of the first of each class of ``formulas`` that are the same formula up to a
     one-to-one renaming of their free constants, in their order, with the class's key. Two
     formulas of a class are satisfiable together or not at all (a model of one, renamed, is a
-    model of the other), so asking z3 about one of each decides them all; and a model of the one asked is a model of a formula
-    of the list, so a witness read from it is one. The key of a formula is the formula with
-    its constants renamed ``_v0, _v1, ...`` in the order they first occur, operands left to
-    right (``_constants_in_order``): z3 shares equal terms, so equal keys are the same term
-    (while both live: z3 reuses the id of a freed term, so every key is kept until the end;
-    the caller keeps the classes' keys alive for as long as it compares them by id)."""
+    model of the other), so asking z3 about one of each decides them all; and a model of the
+    one asked is a model of a formula of the list, so a witness read from it is one. The key
+    of a formula is the formula with its constants renamed ``_v0, _v1, ...`` in the order
+    they first occur, operands left to right (``_constants_in_order``): z3 shares equal
+    terms, so equal keys are the same term (while both live: z3 reuses the id of a freed
+    term, so every key is kept until the end; the caller keeps the classes' keys alive for as
+    long as it compares them by id)."""
     kept: dict[int, tuple[int, Any]] = {}
     keys: list[Any] = []
     orders: dict[int, tuple[int, ...]] = {}
@@ -759,8 +772,8 @@ def _pair_by_pair(violations: list[Any], keys: list[Any], timeout_ms: int,
     """Each pair's violation on its own, ``timeout_ms`` each, within ``PAIR_BY_PAIR_BUDGET``
     times ``timeout_ms`` in all since ``start``: unsat when every pair is, the first sat pair's
     model, else unknown. ``keys``: the violations' class keys, for the answers remembered
-    within ``remembering_answers`` (an unsat one is not asked; one that ran out of time
-    before with as long a budget is unknown at once)."""
+    within ``remembering_answers`` (an unsat one is not asked; one that ran out of time before
+    with as long a budget is unknown at once)."""
     for number, (violation, key) in enumerate(zip(violations, keys)):
         if answers.known_unsat(key):
             continue

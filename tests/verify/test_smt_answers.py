@@ -97,3 +97,55 @@ ENTRY %main (p: s32[8], q: s32[8]) -> s32[8] {
     assert result.status is Status.CORRECT and result.proof == "all-inputs", result.notes
     assert [t.proof for t in result.topology_results] == ["all-inputs", "all-inputs"]
     assert len(asked) == 1
+
+
+def test_a_query_kind_has_its_own_memory():
+    """The classes asked one by one within an overall budget are another query than their
+    disjunction: a timeout of one is not an answer for the other."""
+    x, y = z3.BitVec("x", 8), z3.BitVec("y", 8)
+    keys = _keys(x * x == 9, y * 3 == 7)
+    with remembering_answers():
+        answers.remember(keys, "unknown", 30_000, "timeout", "one by one")
+        assert answers.recall(keys, 30_000, "one by one") == \
+            Remembered("unknown", 30_000, "timeout")
+        assert answers.recall(keys, 2_500) is None
+
+
+def test_classes_that_ran_out_of_time_on_one_topology_are_not_asked_on_the_next(monkeypatch):
+    """z3 made to run out of time (a stand-in for a query too hard for its budget): on 1x4 the
+    one class of select(p == q, p, q) -> q is asked and the decision is unknown; on 1x8 the
+    same class (up to renaming) is not asked again, and the decision there is unknown too,
+    saying why."""
+    from neuron_sim.proofs.all_inputs import prove
+    from neuron_sim.topology import Topology
+
+    source = parse_module("""HloModule source
+ENTRY %main (p: s32[8], q: s32[8]) -> s32[8] {
+  %p = s32[8]{0} parameter(0)
+  %q = s32[8]{0} parameter(1)
+  %c = pred[8]{0} compare(%p, %q), direction=EQ
+  ROOT %r = s32[8]{0} select(%c, %p, %q)
+}
+""")
+    target = parse_module("""HloModule target
+ENTRY %main (p: s32[8], q: s32[8]) -> s32[8] {
+  %p = s32[8]{0} parameter(0)
+  %q = s32[8]{0} parameter(1)
+  ROOT %r = s32[8]{0} copy(%q)
+}
+""")
+    asked = []
+
+    def out_of_time(formula, timeout_ms):
+        asked.append(timeout_ms)
+        return z3.unknown, None, "timeout"
+
+    monkeypatch.setattr(smt, "_check", out_of_time)
+    with remembering_answers():
+        decisions = []
+        for topology in ("1x4", "1x8"):
+            proof = prove(source, target, Topology.parse(topology))
+            decisions.append(smt.decide(proof.table, proof.pairs, "exact"))
+    assert [d.outcome for d in decisions] == ["unknown", "unknown"]
+    assert asked == [smt.TIMEOUT_MS]
+    assert "before" in decisions[1].reason and "before" not in decisions[0].reason
