@@ -97,26 +97,39 @@ def _require_static_sizes(facts: ModuleFacts) -> None:
 
 def execute(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] | None = None,
             topology: Topology | None = None, backend: str = "local", seed: int | None = None,
-            *, time_limit: float | None = None, max_memory: int | None = None) -> RunResult:
+            *, time_limit: float | None = None, max_memory: int | None = None,
+            devices: Sequence[int] | np.ndarray | None = None) -> RunResult:
     """Like ``run``, also returning the values and execution counts.
 
     Without ``inputs``, a module with parameters needs ``seed``: inputs are then drawn with
     ``draw_inputs`` (distinct per device). ``seed`` also seeds the ``rng`` ops.
+
+    ``devices`` (flattened ids, local backend): execute only these devices; the outputs then
+    have one row per device given, in that order, and ``max_memory`` is checked for them. The
+    caller vouches that no collective groups one of them with a device outside (a group
+    reached by only some of its members raises ``CollectiveMismatchError``, as under
+    device-divergent control flow); ``neuron_sim.verify.device_subsets`` finds such sets.
     """
     if isinstance(module, str):
         module = parse_module(module)
     if topology is None:
         topology = _header_topology(module.replica_count, module.num_partitions)
-    num_devices = topology.num_devices
+    rows = None if devices is None else np.asarray(devices, dtype=np.int64)
+    if rows is not None and (rows.ndim != 1 or len(rows) == 0 or rows.min() < 0 or
+                             rows.max() >= topology.num_devices or
+                             len(np.unique(rows)) != len(rows)):
+        raise ValueError(f"devices must be distinct flattened ids of topology {topology}")
+    num_devices = topology.num_devices if rows is None else len(rows)
     facts = facts_of(module)
     _require_static_sizes(facts)
     if max_memory is not None:
-        require_memory(module, topology, max_memory)
+        require_memory(module, topology, max_memory,
+                       executed=None if rows is None else num_devices)
     deadline = None if time_limit is None else Deadline(time_limit)
-    args = prepare_arguments(module, topology, inputs, seed, signature=facts.signature)
-    evaluator = Evaluator(module, topology, make_transport(backend, num_devices), seed,
+    args = prepare_arguments(module, topology, inputs, seed, rows, signature=facts.signature)
+    evaluator = Evaluator(module, topology, make_transport(backend, topology.num_devices), seed,
                           deadline, facts=facts)
-    result = evaluator.run_entry(args)
+    result = evaluator.run_entry(args, rows)
     values = list(leaves(result))
     outputs = _owned_outputs([output_rows(v, num_devices) for v in values])
     return RunResult(outputs, values, topology, evaluator.instructions_executed,

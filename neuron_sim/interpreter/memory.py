@@ -63,11 +63,13 @@ class MemoryEstimate:
         return f"about {format_bytes(self.peak_bytes)} for {count} device{'s' * (count != 1)}"
 
 
-def estimate_memory(module: HloModule, topology: Topology) -> MemoryEstimate:
+def estimate_memory(module: HloModule, topology: Topology, *,
+                    executed: int | None = None) -> MemoryEstimate:
     """The peak bytes the interpreter holds to run ``module`` on every device of ``topology``
-    (an upper bound, see the module docstring)."""
+    (an upper bound, see the module docstring); with ``executed``, on that many of its devices
+    only (``interpreter.execute``'s ``devices``)."""
     require_call_depth(module)
-    devices = topology.num_devices
+    devices = topology.num_devices if executed is None else executed
     estimator = _Estimator(module, devices)
     entry = module.entry
     peak = estimator.peak(entry, per_device_parameters=True, rows=devices)
@@ -76,10 +78,11 @@ def estimate_memory(module: HloModule, topology: Topology) -> MemoryEstimate:
 
 
 def require_memory(module: HloModule, topology: Topology, limit: int | None,
-                   *, what: str | None = None) -> MemoryEstimate:
+                   *, what: str | None = None, executed: int | None = None) -> MemoryEstimate:
     """The estimate; raises MemoryLimitExceeded (one sentence with the numbers) when it exceeds
-    ``limit`` bytes (None: no limit). ``what`` names the module in the message (a file name)."""
-    estimate = estimate_memory(module, topology)
+    ``limit`` bytes (None: no limit). ``what`` names the module in the message (a file name);
+    ``executed``: as ``estimate_memory``'s."""
+    estimate = estimate_memory(module, topology, executed=executed)
     if limit is not None and estimate.peak_bytes > limit:
         raise MemoryLimitExceeded(
             f"{what or module.name}: running it on topology {topology} needs {estimate}, more "

@@ -18,7 +18,7 @@ import argparse
 import contextlib
 import sys
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from neuron_sim.interpreter.memory import default_memory_limit
 from neuron_sim.commands import (UsageError, add_command, add_json_argument,
@@ -112,15 +112,17 @@ def _progress(runner: Runner, name: str) -> Iterator[Runner]:
             return
         executions = [0]
 
-        def shown(module: HloModule, inputs: list, topology: Topology, seed: int) -> list:
+        def shown(module: HloModule, inputs: list, topology: Topology, seed: int,
+                  **devices: Any) -> list:
             executions[0] += 1
             update(description=f"{name}: execution {executions[0]} ({module.name} on "
                                f"topology {topology})")
             try:
-                return runner(module, inputs, topology, seed)
+                return runner(module, inputs, topology, seed, **devices)
             finally:
                 update(advance=1)
 
+        shown.takes_devices = getattr(runner, "takes_devices", False)  # type: ignore[attr-defined]
         yield shown
 
 

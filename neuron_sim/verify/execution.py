@@ -27,8 +27,11 @@ from neuron_sim.verify.inputs import input_arrays
 DEFAULT_TIMEOUT = 30.0      # seconds one execution of the source may take
 TARGET_SLOWDOWN = 20.0      # the target may take this many times the source's time
 
-Runner = Callable[[HloModule, list, Topology, int], list]
-"""``runner(module, inputs, topology, seed) -> per-leaf [D, *shape] arrays``."""
+Runner = Callable[..., list]
+"""``runner(module, inputs, topology, seed) -> per-leaf [D, *shape] arrays``. A runner whose
+``takes_devices`` attribute is true also takes ``devices=`` (flattened ids): it then executes
+only those devices and returns one row per device given (``interpreter.execute``'s
+``devices``); ``subset_runner`` builds on it."""
 
 # Our limitations, not the module's fault: an op the interpreter lacks, a constant whose values
 # the dump elided (``{...}``), an operation numpy or ml_dtypes lacks for a dtype, a run that
@@ -40,11 +43,36 @@ UNSUPPORTED_ERRORS = (Unimplemented, ElidedLiteralError, NotImplementedError,
 def default_runner(backend: str = "local", max_memory: int | None = None) -> Runner:
     """``interpreter.run`` on ``backend`` ("local" or "mpi"), refusing a run whose estimated
     memory exceeds ``max_memory`` bytes (None: no limit)."""
-    def runner(module: HloModule, inputs: list, topology: Topology, seed: int) -> list:
-        return list(interpreter.run(module, input_arrays(inputs), topology=topology,
-                                    backend=backend, seed=seed, max_memory=max_memory))
+    def runner(module: HloModule, inputs: list, topology: Topology, seed: int, *,
+               devices: np.ndarray | None = None) -> list:
+        if devices is None:
+            return list(interpreter.run(module, input_arrays(inputs), topology=topology,
+                                        backend=backend, seed=seed, max_memory=max_memory))
+        return interpreter.execute(module, input_arrays(inputs), topology=topology,
+                                   backend=backend, seed=seed, max_memory=max_memory,
+                                   devices=devices).outputs
 
+    runner.takes_devices = backend == "local"  # type: ignore[attr-defined]
     return runner
+
+
+def subset_runner(runner: Runner, devices: np.ndarray) -> Runner:
+    """``runner`` (one that ``takes_devices``) executing only ``devices`` (flattened ids closed
+    under every collective of what it runs: ``neuron_sim.verify.device_subsets``), returning
+    outputs for every device as the checks read them: those devices' rows as computed, zeros
+    for the others (the same in source and target, so they never differ; the report says
+    which devices ran)."""
+    rows = np.asarray(devices, dtype=np.int64)
+
+    def subset(module: HloModule, inputs: list, topology: Topology, seed: int) -> list:
+        outputs = []
+        for part in runner(module, inputs, topology, seed, devices=rows):
+            whole = np.zeros((topology.num_devices, *part.shape[1:]), dtype=part.dtype)
+            whole[rows] = part
+            outputs.append(whole)
+        return outputs
+
+    return subset
 
 
 class FailureKind(enum.Enum):

@@ -284,6 +284,7 @@ def topology_json(verdict: TopologyVerdict) -> dict:
         "proof_method": verdict.proof_method, "proof_seconds": round(verdict.proof_seconds, 4),
         "proof_bytes": verdict.proof_bytes, "proof_outputs": verdict.proof_outputs,
         "proof_iterations": verdict.proof_iterations, "proof_held": list(verdict.proof_held),
+        "devices_executed": verdict.devices_executed,
     }
 
 

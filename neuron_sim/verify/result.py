@@ -132,6 +132,9 @@ class TopologyVerdict:
     proof_seconds: float = 0.0                  # the proof's time
     proof_bytes: int = 0                        # "positions": the peak resident memory after it
     proof_outputs: list[dict] = field(default_factory=list)  # per output: what was proved
+    devices_executed: list[int] | None = None   # the flattened ids executed when only a
+                                                # subset fitted (``verify.device_subsets``);
+                                                # None: every device (or none, on positions)
 
     @property
     def ok(self) -> bool:

@@ -20,6 +20,8 @@ from __future__ import annotations
 import resource
 from typing import Any, Mapping, Sequence
 
+import numpy as np
+
 from neuron_sim.hlo.ir import HloModule
 from neuron_sim.interpreter.memory import MemoryLimitExceeded, require_memory
 from neuron_sim.passes import (HloPass, PassContext, PassPipeline, resolve_pass_options,
@@ -27,13 +29,14 @@ from neuron_sim.passes import (HloPass, PassContext, PassPipeline, resolve_pass_
 from neuron_sim.topology import Topology
 from neuron_sim.verify.checks import (PASS_FAILED, TARGET_MALFORMED, UNSUPPORTED, VALUE_MISMATCH,
                                       path_to, verify_topology)
-from neuron_sim.verify.execution import Runner, default_runner
+from neuron_sim.verify.execution import Runner, default_runner, subset_runner
 from neuron_sim.verify.minimize import Rewriter, minimize_case
 from neuron_sim.verify.options import VerifyOptions
 from neuron_sim.verify.pass_runs import apply_passes, options_taken, pass_list
 from neuron_sim.proofs.answers import remembering_answers
 from neuron_sim.proofs.uniform.cost import (EXECUTION_MULTIPLY_ADDS, multiply_adds,
                                             positions_timeout)
+from neuron_sim.verify.device_subsets import executable_subset
 from neuron_sim.verify.proving import (PROOF_FAILED, TooLarge, positions_facts, proof_facts,
                                        proved_on_positions)
 from neuron_sim.verify.result import Counterexample
@@ -92,9 +95,22 @@ def _describe_outputs(verdict: TopologyVerdict, source: HloModule) -> None:
 
 
 def _unexecuted(verdicts: Sequence[TopologyVerdict]) -> bool:
-    """Was some verdict decided without executing the pair (too large: nothing to minimize
-    by running candidates)?"""
-    return any(v.proof_method == "positions" for v in verdicts)
+    """Was some verdict decided without executing the pair on every device (too large:
+    nothing to minimize by running candidates)?"""
+    return any(v.proof_method == "positions" or v.devices_executed is not None
+               for v in verdicts)
+
+
+def _id_ranges(ids: Sequence[int]) -> str:
+    """Sorted ids as ranges: "devices 0-7, 248-255"."""
+    ranges: list[list[int]] = []
+    for i in sorted(int(d) for d in ids):
+        if ranges and i == ranges[-1][1] + 1:
+            ranges[-1][1] = i
+        else:
+            ranges.append([i, i])
+    return "device" + "s" * (len(ids) != 1) + " " + ", ".join(
+        str(a) if a == b else f"{a}-{b}" for a, b in ranges)
 
 
 class Verifier:
@@ -332,10 +348,46 @@ class Verifier:
             why = facts.reason if facts.outcome == "unsupported" else \
                 f"the terms differ and the {options.contract.name} contract is not decided on " \
                 "positions"
-        if not too_large.source or too_large.slow:
+        if too_large.slow:
             return None
+        subset = self._executable_subset(source, target, topology)
+        if subset is not None:
+            return self._subset_verdict(source, target, topology, subset, too_large, why)
+        if not too_large.source:
+            return None
+        subsets = "; and no set of devices smaller than all of them is closed under the " \
+            "pair's collectives and fits" if topology.num_devices > 1 else ""
         raise MemoryLimitExceeded(f"{too_large.error}; the proof on symbolic positions, which "
-                                  f"executes nothing, does not apply: {why}")
+                                  f"executes nothing, does not apply: {why}{subsets}")
+
+    def _executable_subset(self, source: HloModule, target: HloModule,
+                           topology: Topology) -> np.ndarray | None:
+        """Devices closed under the pair's collectives whose run fits in ``max_memory``
+        (``device_subsets``), when this verifier's runner can execute a subset
+        (``takes_devices``)."""
+        options = self.options
+        if not getattr(self.runner, "takes_devices", False) or options.max_memory is None:
+            return None
+        return executable_subset([source, target], topology, options.max_memory)
+
+    def _subset_verdict(self, source: HloModule, target: HloModule, topology: Topology,
+                        devices: np.ndarray, too_large: TooLarge, why: str
+                        ) -> TopologyVerdict:
+        """The sampled checks executed on ``devices`` only (``subset_runner``): their outputs
+        are what they are in the whole run, the other devices' are not computed."""
+        subset = self.derived(runner=subset_runner(self.runner, devices), proof="sampled")
+        verdict = subset._checked(source, target, topology)
+        verdict.devices_executed = [int(d) for d in devices]
+        if verdict.status is Status.CORRECT:
+            verdict.proof = "sampled"
+        count = topology.num_devices
+        verdict.notes.append(
+            f"executed on {len(devices)} of the {count} devices of topology {topology} "
+            f"({_id_ranges(devices)}): no collective of the source or the target groups them "
+            f"with the others, so their outputs are those of the whole run; the other "
+            f"devices' outputs were not computed ({too_large.error}; the proof on symbolic "
+            f"positions does not apply: {why})")
+        return verdict
 
     def _rewrite_verdict(self, source: HloModule, target: HloModule,
                          hlo_passes: Sequence[HloPass], topology: Topology) -> TopologyVerdict:
