@@ -8,6 +8,8 @@ import pytest
 
 import neuron_sim.interpreter as interpreter
 from interp_helpers import module
+from neuron_sim.hlo import parse_module
+from neuron_sim.interpreter.errors import CollectiveMismatchError
 from neuron_sim.interpreter.values import PerDevice, Replicated
 from neuron_sim.topology import Topology
 
@@ -135,3 +137,30 @@ def test_npz_round_trip_stores_ml_dtypes_as_raw_bytes(tmp_path):
     assert back["out0"].view(ml_dtypes.bfloat16).tolist() == arrays["out0"].tolist()
     assert back["out1"].view(ml_dtypes.float8_e4m3fn).tolist() == [0.5]
     assert back["out2"].tolist() == [[1, 2]]
+
+
+SUBSET_MODULE = """HloModule m, num_partitions=4
+add {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT s = s32[] add(a, b)
+}
+ENTRY e {
+  p = s32[] partition-id()
+  ROOT r = s32[] all-reduce(p), channel_id=1, replica_groups={{0,1},{2,3}}, use_global_device_ids=true, to_apply=add
+}
+"""
+
+
+def test_execute_on_some_devices_gives_their_rows_of_the_whole_run():
+    """Pairs {0,1} and {2,3} sum their partition ids: 1, 1, 5, 5 on the whole topology.
+    Devices [3, 2] alone: their rows in that order, [5, 5]. Devices [1, 2] cut both pairs:
+    the all-reduce's rendezvous is not met (a collective mismatch), and ids outside the
+    topology are refused."""
+    m = parse_module(SUBSET_MODULE)
+    assert interpreter.execute(m).outputs[0].tolist() == [1, 1, 5, 5]
+    assert interpreter.execute(m, devices=[3, 2]).outputs[0].tolist() == [5, 5]
+    with pytest.raises(CollectiveMismatchError):
+        interpreter.execute(m, devices=[1, 2])
+    with pytest.raises(ValueError):
+        interpreter.execute(m, devices=[0, 4])
