@@ -30,6 +30,7 @@ _EXPORTS = {
     "CollectiveMismatchError": "neuron_sim.interpreter.errors", "ExecutionError": "neuron_sim.interpreter.errors",
     "ExecutionTimeout": "neuron_sim.interpreter.errors", "InputError": "neuron_sim.interpreter.errors",
     "InterpreterError": "neuron_sim.interpreter.errors", "Unimplemented": "neuron_sim.interpreter.errors",
+    "LoopNeverEnds": "neuron_sim.interpreter.errors",
     "Evaluator": "neuron_sim.interpreter.evaluator", "Frame": "neuron_sim.interpreter.evaluator",
     "time_limit": "neuron_sim.interpreter.evaluator",
     "MemoryEstimate": "neuron_sim.interpreter.memory", "MemoryLimitExceeded": "neuron_sim.interpreter.memory",

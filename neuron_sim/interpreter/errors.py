@@ -102,3 +102,11 @@ def describe(instruction: HloInstruction) -> str:
 
 class ExecutionTimeout(InterpreterError):
     """The run did not finish within its time limit (a loop that may never end)."""
+
+
+class LoopNeverEnds(ExecutionTimeout):
+    """A while loop that can never end: its state came back to an earlier state, and its
+    condition and body compute nothing but a function of the state (no random numbers, I/O,
+    collectives or custom calls), so it would repeat the same states forever. Raised at once
+    instead of running until the time limit, and a timeout to every caller (``run`` exits 1
+    and ``verify`` reports a timeout, as when the limit ends the loop)."""

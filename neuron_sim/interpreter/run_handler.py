@@ -50,6 +50,7 @@ def handle_run(args: argparse.Namespace) -> int:
         return _run_xla(args, module, topology, inputs)
     from neuron_sim.interpreter import (CollectiveMismatchError, ExecutionTimeout, InputError,
                              InterpreterError, execute)
+    from neuron_sim.interpreter.errors import LoopNeverEnds
 
     try:
         with hard_deadline(args.timeout, f"{args.module}: did not finish within "
@@ -63,6 +64,8 @@ def handle_run(args: argparse.Namespace) -> int:
         return EXIT_PROBLEM
     except ExecutionTimeout as error:
         where = f", stopped in {error.instruction_text}" if error.instruction_text else ""
+        if isinstance(error, LoopNeverEnds):  # found without waiting for the limit
+            raise ProblemFound(f"{args.module}: {error.reason}{where}") from None
         raise ProblemFound(f"{args.module}: {error.reason} (--timeout){where}") from None
     except InterpreterError as error:
         raise UsageError(str(error)) from error

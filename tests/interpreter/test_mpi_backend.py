@@ -387,7 +387,9 @@ def test_watchdog_ends_a_run_that_never_finishes(tmp_path):
 }
 
 %step (s: s32[]) -> s32[] {
-  ROOT %s = s32[] parameter(0)
+  %s = s32[] parameter(0)
+  %one = s32[] constant(1)
+  ROOT %n = s32[] add(%s, %one)
 }
 
 ENTRY %main () -> s32[] {
@@ -395,6 +397,8 @@ ENTRY %main () -> s32[] {
   ROOT %w = s32[] while(%zero), condition=%never, body=%step
 }
 """
+    # The body counts (a loop whose state repeats is found endless at once, without the
+    # watchdog: test_loop_never_ends.py).
     done, elapsed, codes = run_single(tmp_path, 2, spin, timeout=3)
     assert elapsed < 30
     assert done.returncode != 0

@@ -6,6 +6,15 @@ frame's rows keeps iterating only the rows still running (the body is evaluated 
 the others keep their final state), and a conditional whose branch differs runs each branch on
 the rows that take it and merges the results. A collective reached inside such a subset by part
 of a participant group is reported by the transport (CollectiveMismatchError).
+
+A while loop whose state comes back to an earlier one never ends when its condition and body
+are a function of the state alone: it raises ``LoopNeverEnds`` (a timeout) at once instead of
+running until the time limit, or forever without one (the hostile fuzz's mutants with a
+constant-true condition reach a fixed point within a few iterations). The state after
+iteration 64, 128, 256, ... is compared with the one at the previous such iteration, bit for
+bit: a fixed point, or a cycle whose length is a power of two, is found within twice its
+start; a loop of fewer than 64 iterations is never looked at, and a state past
+``LOOP_STATE_BYTES`` is not kept.
 """
 
 from __future__ import annotations
@@ -15,7 +24,8 @@ import numpy as np
 from neuron_sim.hlo import Opcode
 from neuron_sim.hlo.shapes import TupleShape
 
-from neuron_sim.interpreter.errors import InterpreterError
+from neuron_sim.hlo.opcodes import Category
+from neuron_sim.interpreter.errors import InterpreterError, LoopNeverEnds
 from neuron_sim.interpreter.ops.registry import implements
 from neuron_sim.interpreter.values import (TOKEN, PerDevice, Replicated, TupleValue, merge_branches,
                                            restrict)
@@ -61,6 +71,8 @@ def while_(ctx, initial):
     stopped = []  # (rows, their final state) of the rows that stopped, assembled at the end
     state = initial
     active = frame
+    iteration = 0
+    earlier = None  # (iteration, bytes) of the state at the last checkpoint, if kept
     while True:
         flags = row_flags(evaluate(condition, [state], active), active.n)
         if flags is False:
@@ -73,10 +85,78 @@ def while_(ctx, initial):
             rows = here[keep]
             state = restrict(state, keep)
             active = frame.subset(rows)
+            earlier = None  # fewer rows: another state
         state = evaluate(body, [state], active)
+        iteration += 1
+        if iteration >= FIRST_CHECKPOINT and not iteration & (iteration - 1):
+            earlier = _checkpoint(state, iteration, earlier, (condition, body))
     if rows is None:
         return state
     return merge_branches([*stopped, (rows, state)], frame.n)
+
+
+FIRST_CHECKPOINT = 64          # the first iteration whose state a while loop keeps
+LOOP_STATE_BYTES = 1 << 20     # a larger state is not kept (its copy would cost too much)
+# What a loop that repeats a state may compute (a function of its operands and the device):
+# not random numbers, I/O, collectives, asynchronous ops, custom calls, nor reductions, dots
+# and convolutions (a float sum's order is the implementation's, and numpy's or BLAS's may
+# change with the memory's alignment).
+_DETERMINISTIC = {Category.UNARY, Category.BINARY, Category.TERNARY, Category.SOURCE,
+                  Category.SHAPE, Category.CONTROL}
+_DETERMINISTIC_OTHER = {Opcode.OPTIMIZATION_BARRIER, Opcode.DOMAIN, Opcode.ADD_DEPENDENCY}
+
+
+def _checkpoint(state, iteration: int, earlier: tuple | None,
+                computations: tuple) -> tuple | None:
+    """At a checkpoint ``iteration``: raise ``LoopNeverEnds`` when ``state`` is the state kept
+    at the previous one (``earlier``) and ``computations`` (the condition and body) compute
+    a function of the state alone; else the state to keep (None: not kept)."""
+    kept = _state_bytes(state)
+    if kept is not None and earlier is not None and kept == earlier[1] and \
+            all(_state_function(c, set()) for c in computations):
+        raise LoopNeverEnds(f"the loop never ends: its state after iteration {iteration} is "
+                            f"its state after iteration {earlier[0]}, and its condition and "
+                            "body compute nothing but a function of the state")
+    return None if kept is None else (iteration, kept)
+
+
+def _state_bytes(value) -> tuple | None:
+    """A copy of a loop state (kind, dtype, shape and bytes of each leaf), or None when it
+    is larger than ``LOOP_STATE_BYTES``."""
+    parts: list = []
+    size = 0
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, TupleValue):
+            parts.append(len(item.elements))
+            pending.extend(reversed(item.elements))
+        elif isinstance(item, (Replicated, PerDevice)):
+            array = np.asarray(item.array)
+            size += array.nbytes
+            if size > LOOP_STATE_BYTES:
+                return None
+            parts.append((type(item), array.dtype, array.shape, array.tobytes()))
+        elif item is TOKEN:
+            parts.append(TOKEN)
+        else:
+            return None
+    return tuple(parts)
+
+
+def _state_function(computation, seen: set) -> bool:
+    """Whether ``computation`` and those it calls compute a function of their parameters
+    (and the device) alone: only the opcodes of ``_DETERMINISTIC``."""
+    if id(computation) in seen:
+        return True
+    seen.add(id(computation))
+    for inst in computation.instructions:
+        opcode = inst.opcode
+        if opcode.category not in _DETERMINISTIC and opcode not in _DETERMINISTIC_OTHER:
+            return False
+        if not all(_state_function(c, seen) for c in inst.called_computations):
+            return False
+    return True
 
 
 @implements(Opcode.CONDITIONAL, values=True)

@@ -39,7 +39,7 @@ from neuron_sim.interpreter.backends.mpi.protocol import (EXIT_INTERNAL, EXIT_MI
                                                MpiRunError)
 from neuron_sim.interpreter.backends.mpi.transport import MODES, MpiTransport
 from neuron_sim.interpreter.defaults import RUN_TIMEOUT
-from neuron_sim.interpreter.errors import CollectiveMismatchError
+from neuron_sim.interpreter.errors import CollectiveMismatchError, LoopNeverEnds
 from neuron_sim.interpreter.evaluator import Evaluator
 from neuron_sim.interpreter.transport import collective_groups
 from neuron_sim.interpreter.values import leaves, output_rows
@@ -190,6 +190,8 @@ def run_mpi(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] |
             raise
         except CollectiveMismatchError as error:
             transport.fail(error, exit_code=EXIT_MISMATCH)
+        except LoopNeverEnds as error:  # a timeout found early: exit 1, as the watchdog's
+            transport.fail(error, exit_code=EXIT_TIMEOUT)
         except Exception as error:  # noqa: BLE001 - every rank must end with the same error
             # Bad input, an op we cannot run, our own bug: exit code 2, as `neuron-sim run`.
             transport.fail(error, exit_code=EXIT_INTERNAL)
