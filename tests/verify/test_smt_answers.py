@@ -149,3 +149,33 @@ ENTRY %main (p: s32[8], q: s32[8]) -> s32[8] {
     assert [d.outcome for d in decisions] == ["unknown", "unknown"]
     assert asked == [smt.TIMEOUT_MS]
     assert "before" in decisions[1].reason and "before" not in decisions[0].reason
+
+
+def test_pairs_equal_up_to_renaming_are_one_class_however_z3_would_order_them(monkeypatch):
+    """movement_flat through RewriteModuleDtype (f32 inputs and output rounded through bf16):
+    every output element r[i, j] = max(-x[j, i], max(y[i], y[i])) is the same formula of its
+    own x and y elements, so the 8 differing pairs are one class. z3 is asked twice: once
+    under exactness alone (the cheaper predicate, tried first: refuted, since rounding to bf16
+    changes values) and once under the bf16-rounding tolerance (proved). Classing the
+    formulas after z3's simplifier, which orders a commutative operation's operands by term
+    id, split these pairs into several classes: z3 was asked 6 or 7 times here."""
+    from pathlib import Path
+
+    from neuron_sim.hlo import parse_module_file
+    from neuron_sim.verify import check_pass
+
+    path = Path(__file__).resolve().parents[1] / "data" / "passes" / "cleanup_io" / \
+        "movement_flat.hlo"
+    asked = []
+    real = smt._check
+
+    def counting(formula, timeout_ms):
+        asked.append(formula)
+        return real(formula, timeout_ms)
+
+    monkeypatch.setattr(smt, "_check", counting)
+    result = check_pass(parse_module_file(str(path)), "aws_neuron_rewrite_module_dtype",
+                        ["1x1"], VerifyOptions(minimize=False))
+    assert result.status is Status.CORRECT and result.proof == "all-inputs", result.notes
+    assert any("on 8 differing term pair(s)" in n for n in result.notes), result.notes
+    assert len(asked) == 2
