@@ -6,7 +6,11 @@ expected outcome is derived by hand in the test's docstring."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +19,8 @@ import neuron_sim.interpreter as interpreter
 from neuron_sim.hlo import parse_module
 from neuron_sim.interpreter.errors import ExecutionTimeout, LoopNeverEnds
 from neuron_sim.topology import Topology
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def loop(condition: str, body: str, state: str = "s32[]", init: str = "constant(0)",
@@ -118,3 +124,39 @@ def test_a_large_state_is_not_kept():
     with pytest.raises(ExecutionTimeout) as caught:
         interpreter.run(module, [np.zeros(524288, np.float32)], time_limit=0.5)
     assert not isinstance(caught.value, LoopNeverEnds)
+
+
+PASS_THROUGH = """HloModule m
+cond {
+  s = f32[524288] parameter(0)
+  ROOT t = pred[] constant(true)
+}
+body {
+  ROOT s = f32[524288] parameter(0)
+}
+ENTRY e {
+  x = f32[524288] parameter(0)
+  ROOT w = f32[524288] while(x), condition=cond, body=body
+}
+"""
+
+
+def test_a_pass_through_loop_too_large_to_compare_stops_at_the_time_limit():
+    """A constant-true condition and a body that returns its state unchanged: their plans
+    have no step, so nothing inside them checks the deadline, and the 2 MiB state is past
+    what the repeated-state check keeps. The loop itself checks the time limit on each
+    iteration: ExecutionTimeout, not a hang (run in a child process, which a hang would
+    keep past its 120 s)."""
+    code = ("import numpy as np, sys\n"
+            "import neuron_sim.interpreter as interpreter\n"
+            "from neuron_sim.hlo import parse_module\n"
+            "from neuron_sim.interpreter.errors import ExecutionTimeout\n"
+            "module = parse_module(sys.stdin.read())\n"
+            "try:\n"
+            "    interpreter.run(module, [np.zeros(524288, np.float32)], time_limit=0.2)\n"
+            "except ExecutionTimeout as error:\n"
+            "    print(type(error).__name__)\n")
+    done = subprocess.run([sys.executable, "-c", code], input=PASS_THROUGH, text=True,
+                          capture_output=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.stdout.strip() == "ExecutionTimeout", done.stderr

@@ -73,7 +73,12 @@ def while_(ctx, initial):
     active = frame
     iteration = 0
     earlier = None  # (iteration, bytes) of the state at the last checkpoint, if kept
+    deadline = ctx.evaluator.deadline
     while True:
+        # Once per iteration: a condition and body whose plans have no step (a constant, the
+        # state passed through) check the deadline nowhere else.
+        if deadline is not None:
+            deadline.check()
         flags = row_flags(evaluate(condition, [state], active), active.n)
         if flags is False:
             break
