@@ -36,6 +36,30 @@ class LazyModule:
         return f"<lazy module {self._lazy_name!r} ({state})>"
 
 
+def lazy_exports(package: str, names: dict[str, str], namespace: dict[str, Any]
+                 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """A package's ``__getattr__`` and ``__dir__`` (PEP 562) for public names that load their
+    module on first use: ``names`` maps each name to its module, relative to ``package``
+    (``"ir"``) or absolute; the first read of a name imports the module and keeps the value in
+    the package's ``namespace`` (its ``globals()``), so later reads are plain lookups."""
+
+    def module_of(name: str) -> str:
+        where = names[name]
+        return where if "." in where else f"{package}.{where}"
+
+    def getattr_(name: str) -> Any:
+        if name not in names:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module_of(name)), name)
+        namespace[name] = value
+        return value
+
+    def dir_() -> list[str]:
+        return sorted([*namespace, *names])
+
+    return getattr_, dir_
+
+
 class LazyTable(dict):
     """A table keyed by opcode whose entries are registered by modules imported on first use.
 

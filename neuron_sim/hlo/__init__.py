@@ -8,7 +8,7 @@ the first one a program imports.
 
 from __future__ import annotations
 
-import importlib
+from neuron_sim.lazy import lazy_exports
 
 _LAZY = {
     "ElementType": "dtypes",
@@ -23,13 +23,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f"neuron_sim.hlo.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'neuron_sim.hlo' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

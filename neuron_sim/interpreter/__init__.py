@@ -19,8 +19,7 @@ whose estimated peak (``neuron_sim.interpreter.memory``) exceeds it, with ``Memo
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from neuron_sim.lazy import lazy_exports
 
 # Where each public name lives. Importing the package costs nothing more than this table: the
 # names load their module on first use (``neuron-sim run --help`` never executes anything).
@@ -44,14 +43,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'interpreter' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

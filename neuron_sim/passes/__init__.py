@@ -19,7 +19,7 @@ package first loaded 108 modules of neuron_sim, 0.3 CPU s).
 
 from __future__ import annotations
 
-import importlib
+from neuron_sim.lazy import lazy_exports
 
 _LAZY = {
     "HloPass": "base", "OpExpanderPass": "base", "PassError": "base", "SeedStatus": "base",
@@ -38,13 +38,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f"neuron_sim.passes.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'neuron_sim.passes' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

@@ -136,3 +136,24 @@ def test_an_owner_that_fails_to_load_fails_again_on_the_next_lookup():
         with pytest.raises(ImportError):
             table.get(1)
     assert attempts == ["broken", "broken"]
+
+
+def test_lazy_exports_load_a_name_on_first_read_and_refuse_unknown_ones():
+    """``lazy_exports``: a name's module (a dotted name is absolute, a bare one is relative to
+    the package) is imported when the name is first read, the value is kept in the namespace,
+    ``dir`` lists the names not yet read, and an unknown name is an AttributeError naming the
+    package."""
+    import json.decoder
+    import pytest
+    from neuron_sim.lazy import lazy_exports
+
+    namespace: dict = {}
+    getattr_, dir_ = lazy_exports("json", {"JSONDecoder": "json.decoder", "dumps": "encoder"},
+                                  namespace)
+    assert "JSONDecoder" in dir_() and "JSONDecoder" not in namespace
+    assert getattr_("JSONDecoder") is json.decoder.JSONDecoder
+    assert namespace["JSONDecoder"] is json.decoder.JSONDecoder
+    with pytest.raises(AttributeError):  # json.encoder has no ``dumps``: read there, not in json
+        getattr_("dumps")
+    with pytest.raises(AttributeError, match="module 'json' has no attribute 'nothing'"):
+        getattr_("nothing")
