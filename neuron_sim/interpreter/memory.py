@@ -35,7 +35,7 @@ from neuron_sim.topology import Topology
 from neuron_sim.interpreter.limits import require_call_depth
 
 __all__ = ["MemoryEstimate", "MemoryLimitExceeded", "default_memory_limit", "estimate_memory",
-           "format_bytes", "require_memory"]
+           "format_bytes", "leaf_bytes", "require_memory", "shape_bytes"]
 
 
 # Ops that evaluate their called computations for the whole frame (the others apply them
@@ -73,7 +73,7 @@ def estimate_memory(module: HloModule, topology: Topology, *,
     estimator = _Estimator(module, devices)
     entry = module.entry
     peak = estimator.peak(entry, per_device_parameters=True, rows=devices)
-    outputs = devices * sum(_leaf_bytes(leaf) for leaf in entry.root.shape.leaves())
+    outputs = devices * sum(leaf_bytes(leaf) for leaf in entry.root.shape.leaves())
     return MemoryEstimate(peak + outputs, devices)
 
 
@@ -93,15 +93,17 @@ def require_memory(module: HloModule, topology: Topology, limit: int | None,
 # --------------------------------------------------------------------------------------------
 
 
-def _leaf_bytes(shape: Shape) -> int:
+def leaf_bytes(shape: Shape) -> int:
+    """What numpy holds for an array leaf (0 for a token)."""
     if not shape.is_array:
         return 0
     # What numpy holds: sub-byte types (s4, u4, f4...) take a byte each.
     return shape.element_count * np.dtype(shape.element_type.numpy_dtype).itemsize
 
 
-def _shape_bytes(shape: Shape) -> int:
-    return sum(_leaf_bytes(leaf) for leaf in shape.leaves())
+def shape_bytes(shape: Shape) -> int:
+    """What numpy holds for every leaf of ``shape``."""
+    return sum(leaf_bytes(leaf) for leaf in shape.leaves())
 
 
 class _Estimator:
@@ -147,7 +149,7 @@ class _Estimator:
                 or any(per_device.get(o, True) for o in inst.operands)
                 or any(self.device_dependent(c) for c in inst.called_computations))
             per_device[inst] = varies
-            size = _shape_bytes(inst.shape) * (rows if varies else 1)
+            size = shape_bytes(inst.shape) * (rows if varies else 1)
             running = self._called_peak(inst, varies, rows)
             peak = max(peak, live + running + size)
             held[inst] = size

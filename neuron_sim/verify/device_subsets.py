@@ -31,7 +31,7 @@ from typing import Sequence
 import numpy as np
 
 from neuron_sim.hlo import HloModule, Opcode
-from neuron_sim.interpreter.memory import estimate_memory
+from neuron_sim.interpreter.memory import estimate_memory, shape_bytes
 from neuron_sim.semantics.collectives.reading import read_collective
 from neuron_sim.topology import Topology
 
@@ -90,12 +90,10 @@ DRAW_BYTES_PER_ELEMENT = 24
 def _fixed_bytes(module: HloModule, devices: int) -> int:
     """What the verifier holds for every device whatever runs: the inputs (and, while it
     draws the largest leaf, the generator's temporaries) and the outputs."""
-    inputs = [leaf for p in module.entry.parameters for leaf in p.shape.leaves()
-              if leaf.is_array]
-    outputs = [leaf for leaf in module.entry.root.shape.leaves() if leaf.is_array]
-    held = sum(leaf.element_count * np.dtype(leaf.element_type.numpy_dtype).itemsize
-               for leaf in inputs + outputs)
-    drawing = max((leaf.element_count for leaf in inputs), default=0) * DRAW_BYTES_PER_ELEMENT
+    parameters = [p.shape for p in module.entry.parameters]
+    held = sum(map(shape_bytes, parameters)) + shape_bytes(module.entry.root.shape)
+    drawing = max((leaf.element_count for shape in parameters for leaf in shape.leaves()
+                   if leaf.is_array), default=0) * DRAW_BYTES_PER_ELEMENT
     return devices * (held + drawing)
 
 

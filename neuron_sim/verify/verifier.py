@@ -229,8 +229,9 @@ class Verifier:
         """The verdict on ``topology``: the ordered checks on the sampled (or given) inputs,
         then, for a CORRECT verdict, the proof for all inputs (unless the options' proof mode
         is "sampled"). A pair too large to execute within ``max_memory`` on ``topology`` is
-        proved on symbolic positions instead (``positions_verdict``), or refused as before
-        when that proof does not apply; one whose dots need more arithmetic than
+        proved on symbolic positions instead (``positions_verdict``); where that proof does
+        not apply, its sampled checks run on the devices that fit among those closed under
+        its collectives (``device_subsets``), or it is refused as before; one whose dots need more arithmetic than
         ``EXECUTION_MULTIPLY_ADDS`` is proved there first and executed when it does not
         decide."""
         too_large = self._too_large(source, target, topology) or \
@@ -330,9 +331,11 @@ class Verifier:
         (``too_large``): CORRECT proved for all inputs, or UNSOUND with the replayed witness.
         When that proof does not apply (the options ask for sampling, given inputs, a
         construct that is not index-uniform, terms that differ under a contract other than
-        exact, which may allow the difference): a source too large is
-        refused as before (``MemoryLimitExceeded``, naming what stopped the proof), a target
-        too large or a pair only too slow gets None (the ordinary checks run it)."""
+        exact, which may allow the difference): a pair too large for memory runs its sampled
+        checks on a closed subset of the devices when one fits (``_subset_verdict``); else a
+        source too large is refused as before (``MemoryLimitExceeded``, naming what stopped
+        the proof), a target too large or a pair only too slow gets None (the ordinary checks
+        run it)."""
         options = self.options
         why = None
         if options.proof_mode == "sampled" or options.inputs is not None:

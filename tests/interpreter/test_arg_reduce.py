@@ -255,7 +255,8 @@ def test_a_kept_plan_follows_the_comparator_and_the_iota_changed_in_place():
       no longer the positions along dimension 1): row 0 ties 3 at indices 0 and 0 -> index 0;
       row 1's maximum 2 is at indices 1 and 1 -> index 1; values [3, 2], indices [0, 1] — and
       with x = [[1, 3, 3], [2, 2, 0]] the positions would give [1, 0] but the indices held
-      give [0, 1]."""
+      give [0, 1]. (The iota is also a constant-fed value the plan folds and keeps, whose
+      attribute the plan binds too: this half holds without the reduce's own binding.)"""
     module = parse_module(jax_form("2,3", 1, "2"))
     x = np.array([[3, 1, 3], [0, 2, 2]], np.float32)
     value, index = interpreter.run(module, [x])

@@ -19,6 +19,25 @@ def _keys(*formulas):
     return [key for _, key in smt._classes(list(formulas))]
 
 
+# select(p == q, p, q) and its exact rewrite q (where p == q the select gives p, which has q's
+# bits; elsewhere q): each device's pair is the same formula on its own p and q.
+SELECT_SOURCE = """HloModule source
+ENTRY %main (p: s32[8], q: s32[8]) -> s32[8] {
+  %p = s32[8]{0} parameter(0)
+  %q = s32[8]{0} parameter(1)
+  %c = pred[8]{0} compare(%p, %q), direction=EQ
+  ROOT %r = s32[8]{0} select(%c, %p, %q)
+}
+"""
+SELECT_TARGET = """HloModule target
+ENTRY %main (p: s32[8], q: s32[8]) -> s32[8] {
+  %p = s32[8]{0} parameter(0)
+  %q = s32[8]{0} parameter(1)
+  ROOT %r = s32[8]{0} copy(%q)
+}
+"""
+
+
 def test_unsat_is_kept_for_every_class_and_only_inside_the_block():
     """x != x and y + 1 == y are unsat (bit-vector equality is reflexive; y + 1 differs from y
     modulo 2^8). Remembered as a joint answer, each class is known unsat in the block; after
@@ -70,21 +89,8 @@ def test_the_second_topology_asks_z3_nothing_it_proved_on_the_first(monkeypatch)
     q's bits; elsewhere q), so the rewrite to q is exact; each device's pair is the same
     formula on its own p and q. On 1x4 z3 is asked once (one class); on 1x8 the pairs are
     that formula again up to renaming: no query, and still proved for all inputs."""
-    source = parse_module("""HloModule source
-ENTRY %main (p: s32[8], q: s32[8]) -> s32[8] {
-  %p = s32[8]{0} parameter(0)
-  %q = s32[8]{0} parameter(1)
-  %c = pred[8]{0} compare(%p, %q), direction=EQ
-  ROOT %r = s32[8]{0} select(%c, %p, %q)
-}
-""")
-    target = parse_module("""HloModule target
-ENTRY %main (p: s32[8], q: s32[8]) -> s32[8] {
-  %p = s32[8]{0} parameter(0)
-  %q = s32[8]{0} parameter(1)
-  ROOT %r = s32[8]{0} copy(%q)
-}
-""")
+    source = parse_module(SELECT_SOURCE)
+    target = parse_module(SELECT_TARGET)
     asked = []
     real = smt._check
 
@@ -119,21 +125,8 @@ def test_classes_that_ran_out_of_time_on_one_topology_are_not_asked_on_the_next(
     from neuron_sim.proofs.all_inputs import prove
     from neuron_sim.topology import Topology
 
-    source = parse_module("""HloModule source
-ENTRY %main (p: s32[8], q: s32[8]) -> s32[8] {
-  %p = s32[8]{0} parameter(0)
-  %q = s32[8]{0} parameter(1)
-  %c = pred[8]{0} compare(%p, %q), direction=EQ
-  ROOT %r = s32[8]{0} select(%c, %p, %q)
-}
-""")
-    target = parse_module("""HloModule target
-ENTRY %main (p: s32[8], q: s32[8]) -> s32[8] {
-  %p = s32[8]{0} parameter(0)
-  %q = s32[8]{0} parameter(1)
-  ROOT %r = s32[8]{0} copy(%q)
-}
-""")
+    source = parse_module(SELECT_SOURCE)
+    target = parse_module(SELECT_TARGET)
     asked = []
 
     def out_of_time(formula, timeout_ms):
