@@ -17,6 +17,10 @@ once as straight-line Python source and compiled:
   array or into ``out=``, element by element: nothing changes but the allocations;
 - every other op calls its registered implementation directly (no registry lookup), and its
   result is checked and wrapped against the shape bound when the plan was built;
+- what is computed from constants alone is computed once and kept between runs (``_Kept``),
+  and what is computed from constants and the device ids (partition-id, replica-id: a
+  shard_map's axis index, the branch index of a device-dependent conditional) once per frame
+  of devices (``_PerFrame``);
 - values die where their last user runs (``del``), so large intermediates are freed as early
   as before, and an elementwise op on a large dead operand still writes into it
   (``evaluator.reusable_buffer``);
@@ -317,7 +321,7 @@ def _write(computation: HloComputation, builder: _Builder, root: int
     # cut by them.
     nodes = [n for n in builder.nodes if n.kind == "const"] + \
         [n for n in builder.nodes if n.kind != "const"]
-    folded = _foldable(nodes)
+    folded, per_frame = _foldable(nodes)
     kept: list[int] = []
     prologue: list[str] = []
     extra: dict[str, Any] = {}
@@ -335,7 +339,26 @@ def _write(computation: HloComputation, builder: _Builder, root: int
         targets = "".join(f"v{v}, " for v in kept)  # none when every folded value is dead
         prologue.append(f"{targets}= KEPT.get(ev, frame, dl)" if targets else
                         "KEPT.get(ev, frame, dl)")
-    return _write_function(computation, nodes, builder, [root], builder.parameters,
+    if per_frame:
+        used = {v for n in nodes if n.out not in per_frame for v in n.ins} | {root}
+        frame_nodes = [n for n in nodes if n.out in per_frame]
+        nodes = [n for n in nodes if n.out not in per_frame]
+        results = [n.out for n in frame_nodes if n.out in used]
+        inputs = list(dict.fromkeys(v for n in frame_nodes for v in n.ins
+                                    if v not in per_frame))  # kept values it reads
+        source, namespace = _write_function(
+            computation, frame_nodes, builder, results,
+            {var: position for position, var in enumerate(inputs)}, None, [], {}, set(inputs))
+        exec(_compiled(source, "<device constants>"),  # noqa: S102
+             namespace)
+        extra["FRAMED"] = _PerFrame(namespace["run"])
+        targets = "".join(f"v{v}, " for v in results)
+        call = f"FRAMED.get(ev, frame, dl, ({''.join(f'v{v}, ' for v in inputs)}))"
+        prologue.append(f"{targets}= {call}" if targets else call)
+        kept = kept + results
+    return _write_function(computation, nodes, builder, [root],
+                           {var: inst.parameter_number
+                            for var, inst in builder.parameters.items()},
                            builder.counted, prologue, extra, set(kept))
 
 
@@ -345,17 +368,30 @@ _FOLDABLE = frozenset({Opcode.BROADCAST, Opcode.RESHAPE, Opcode.TRANSPOSE, Opcod
                        Opcode.BITCAST})
 
 
-def _foldable(nodes: list[_Node]) -> set[int]:
-    """Variables computed from constants alone by ops that depend on nothing else (not the
-    device, not a random state): the same on every run while the constants' literals hold."""
+# Ops whose result is the device's id: the same on every run for the same rows of the same
+# topology (``_PerFrame``).
+_DEVICE_IDS = frozenset({Opcode.PARTITION_ID, Opcode.REPLICA_ID})
+
+
+def _foldable(nodes: list[_Node]) -> tuple[set[int], set[int]]:
+    """Variables computed by ops that read nothing but their operands (not the evaluator's
+    state, not a random state, not another device's data) from constants alone — the same on
+    every run while the constants' literals hold — and from constants and the device ids
+    (partition-id, replica-id) — the same on every run for the same frame of devices."""
     folded: set[int] = set()
+    per_frame: set[int] = set()
     for node in nodes:
-        if node.kind == "const" or (
-                (node.kind in ("direct", "kernel", "movement") or
-                 (node.kind == "array" and node.inst.opcode in _FOLDABLE))
-                and all(v in folded for v in node.ins)):
+        if node.kind == "const":
             folded.add(node.out)
-    return folded
+        elif node.kind == "value" and node.inst.opcode in _DEVICE_IDS:
+            per_frame.add(node.out)
+        elif (node.kind in ("direct", "kernel", "movement") or
+              (node.kind == "array" and node.inst.opcode in _FOLDABLE)):
+            if all(v in folded for v in node.ins):
+                folded.add(node.out)
+            elif all(v in folded or v in per_frame for v in node.ins):
+                per_frame.add(node.out)
+    return folded, per_frame
 
 
 class _Kept:
@@ -380,21 +416,86 @@ class _Kept:
             else:
                 return values
         values = self.fold(evaluator, frame, (), deadline)
-        for value in values:
-            if type(value) in (Replicated, PerDevice) and value.array.flags.writeable:
-                value.array.flags.writeable = False
+        _read_only(values)
         self.literals = [(i.literal, i.literal.value) for i in self.constants]
         self.values = values
         return values
 
 
+def _read_only(values: tuple) -> None:
+    """Mark the arrays of values kept between runs read-only: nothing may write into them."""
+    for value in values:
+        if type(value) in (Replicated, PerDevice) and value.array.flags.writeable:
+            value.array.flags.writeable = False
+
+
+class _PerFrame:
+    """The values a plan computes from constants and the device ids alone (``_foldable``),
+    kept per frame: the rows' device ids and the topology's replica and partition counts are
+    all that the id ops read. The last frame is recognised by identity (a while loop's body
+    runs for one frame on every iteration), the others by their ids' bytes; a few frames are
+    kept (the branches of a device-dependent conditional run for subsets of the rows), and
+    values larger than ``PER_FRAME_MAX_BYTES`` are computed on every run instead of being held
+    after it. Kept arrays are read-only, as ``_Kept``'s."""
+
+    __slots__ = ("fold", "frames", "last")
+
+    FRAMES = 8
+
+    def __init__(self, fold: Callable) -> None:
+        self.fold = fold
+        self.frames: dict[tuple, tuple[tuple, tuple]] = {}
+        self.last: tuple | None = None
+
+    def get(self, evaluator: Any, frame: Any, deadline: Any, inputs: tuple) -> tuple:
+        devices = frame.devices
+        if devices is None:  # rows of elements: the id ops report that they have no device
+            return self.fold(evaluator, frame, inputs, deadline)
+        topology = evaluator.topology
+        last = self.last
+        if last is not None and last[0] is devices and last[1] is topology and \
+                _same_objects(last[2], inputs):
+            return last[3]
+        key = (topology.replica_count, topology.num_partitions, devices.tobytes())
+        entry = self.frames.get(key)
+        if entry is not None and _same_objects(entry[0], inputs):
+            values = entry[1]
+        else:
+            values = self.fold(evaluator, frame, inputs, deadline)
+            if sum(_nbytes(v) for v in values) > PER_FRAME_MAX_BYTES:
+                return values
+            _read_only(values)
+            if len(self.frames) >= self.FRAMES:
+                del self.frames[next(iter(self.frames))]
+            self.frames[key] = (inputs, values)
+        self.last = (devices, topology, inputs, values)
+        return values
+
+
+# Values computed from the device ids held between runs, at most this many bytes per frame.
+PER_FRAME_MAX_BYTES = 1 << 20
+
+
+def _same_objects(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
+def _nbytes(value: Any) -> int:
+    if type(value) in (Replicated, PerDevice):
+        return value.array.nbytes
+    if type(value) is TupleValue:
+        return sum(_nbytes(e) for e in value.elements)
+    return 0
+
+
 def _write_function(computation: HloComputation, nodes: list[_Node], builder: _Builder,
-                    returns: list[int], parameters: dict[int, HloInstruction],
+                    returns: list[int], parameters: dict[int, int],
                     counted: int | None, prologue: list[str], extra: dict[str, Any],
                     kept: set[int]) -> tuple[str, dict[str, Any]]:
     """Source of ``run(ev, frame, args, dl)`` executing ``nodes`` and returning the variable
     ``returns[0]`` (with ``counted``: the plan, counting its instructions), or the tuple of
-    ``returns`` (without: the constants' part)."""
+    ``returns`` (without: a folded part, ``_Kept``'s or ``_PerFrame``'s, whose ``parameters``
+    map the kept values it reads to positions of ``args``)."""
     _groups(nodes, builder, kept)
     namespace: dict[str, Any] = {
         "R": Replicated, "P": PerDevice, "TV": TupleValue, "TOKEN": TOKEN, "ndarray": np.ndarray,
@@ -426,13 +527,13 @@ def _write_function(computation: HloComputation, nodes: list[_Node], builder: _B
         if var not in returns:
             dead_after.setdefault(position, []).append(var)
 
-    parameter_count = 1 + max((p.parameter_number for p in parameters.values()), default=-1)
+    parameter_count = 1 + max(parameters.values(), default=-1)
     lines = ["def run(ev, frame, args, dl):"]
     add = lines.append
     if parameter_count:
         add(f"    if len(args) < {parameter_count}: params_error(COMP, args)")
-    for var, inst in parameters.items():
-        add(f"    v{var} = args[{inst.parameter_number}]")
+    for var, number in parameters.items():
+        add(f"    v{var} = args[{number}]")
     if counted is not None:
         add(f"    ev.instructions_executed += {counted}")
         add(f"    if frame.devices is not None: ev.device_instructions += {counted} * frame.n")
