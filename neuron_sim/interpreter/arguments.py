@@ -8,6 +8,7 @@ parameters included); without inputs they are drawn by ``draw_inputs``.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -40,10 +41,20 @@ def prepare_arguments(module: HloModule, topology: Topology,
     fit. ``signature``: each entry parameter's dtype and dimensions when all are arrays (the
     module's facts), for ``given_arrays``.
     """
-    if signature is not None and devices is None and type(inputs) in (list, tuple):
-        given = given_arrays(inputs, signature, topology.num_devices)
-        if given is not None:
-            return given
+    if signature is not None and devices is None:
+        kind = type(inputs)
+        if kind is dict and len(inputs) == len(signature):
+            # An npz file's keys, one ``arg{i}`` per parameter (every parameter is an array):
+            # by position, as ``fit_arguments`` reads them.
+            inputs_in_order = list(map(inputs.get, _argument_keys(len(signature))))
+            if not any(value is None for value in inputs_in_order):
+                given = given_arrays(inputs_in_order, signature, topology.num_devices)
+                if given is not None:
+                    return given
+        elif kind is list or kind is tuple:
+            given = given_arrays(inputs, signature, topology.num_devices)
+            if given is not None:
+                return given
     shapes = [p.shape for p in module.entry.parameters]
     if inputs is None:
         if seed is None and needs_inputs(module):
@@ -55,6 +66,12 @@ def prepare_arguments(module: HloModule, topology: Topology,
     except ValueError as exc:
         raise InputError(str(exc)) from None
     return argument_values(fitted, shapes, devices)
+
+
+@functools.lru_cache(maxsize=64)
+def _argument_keys(count: int) -> tuple[str, ...]:
+    """The npz keys of ``count`` array parameters: ``arg0`` .. ``arg{count - 1}``."""
+    return tuple(f"arg{i}" for i in range(count))
 
 
 def given_arrays(inputs: Sequence[Any], signature: Sequence[tuple[np.dtype, tuple[int, ...]]],

@@ -217,3 +217,40 @@ def test_python_values_are_still_converted():
     m = parse_text(SIGNATURE_MODULE)
     out = interpreter.run(m, [[1, 2, 3], 2], Topology(1, 2))[0]
     assert out.tolist() == [[3, 4, 5], [3, 4, 5]]
+
+
+def test_npz_style_keys_are_taken_by_position_as_the_fitter_takes_them():
+    """A mapping ``arg0``, ``arg1`` (an npz file's keys), in any order, of exact arrays: x per
+    device [[1,2,3],[4,5,6]] with k = [1, 2] per device gives [[2,3,4],[6,7,8]] (x + k on each
+    device), and the values are what the list of the same arrays gives (types, bits,
+    read-only views of the caller's arrays)."""
+    m = parse_text(SIGNATURE_MODULE)
+    topology = Topology(1, 2)
+    per_device = np.array([[1, 2, 3], [4, 5, 6]], np.float32)
+    k = np.array([1, 2], np.int32)
+    signature = [(np.dtype(np.float32), (3,)), (np.dtype(np.int32), ())]
+    by_key = prepare_arguments(m, topology, {"arg1": k, "arg0": per_device}, None,
+                               signature=signature)
+    by_list = prepare_arguments(m, topology, [per_device, k], None, signature=signature)
+    assert [type(v) for v in by_key] == [type(v) for v in by_list]
+    assert [v.array.tobytes() for v in by_key] == [v.array.tobytes() for v in by_list]
+    assert not by_key[0].array.flags.writeable and per_device.flags.writeable
+    out = interpreter.run(m, {"arg0": per_device, "arg1": k}, topology)[0]
+    assert out.tolist() == [[2, 3, 4], [6, 7, 8]]
+
+
+@pytest.mark.parametrize("inputs, message", [
+    # a key that names no parameter, beside one missing
+    ({"arg0": np.zeros(3, np.float32), "argument1": np.int32(0)}, "unexpected key 'argument1'"),
+    # a key missing
+    ({"arg0": np.zeros(3, np.float32)}, "no input array for parameter 1 (arg1, s32[])"),
+    # the right keys, a float64 x
+    ({"arg0": np.zeros(3), "arg1": np.int32(0)},
+     "parameter 0 (arg0, f32[3]) has dtype float64, expected f32"),
+])
+def test_keys_that_do_not_fit_exactly_get_the_fitters_message(inputs, message):
+    """Mappings outside the common call take the general path and its one sentence."""
+    m = parse_text(SIGNATURE_MODULE)
+    with pytest.raises(interpreter.InputError) as caught:
+        interpreter.run(m, inputs, Topology(1, 2))
+    assert message in str(caught.value)
