@@ -17,6 +17,7 @@ import functools
 import operator
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,8 +31,9 @@ from neuron_sim.hlo.replica_groups import (
     parse_int_lists,
 )
 from neuron_sim.hlo.opcodes import Opcode
-from neuron_sim.semantics.collectives.descriptor import GroupModeRow
-from neuron_sim.semantics.collectives.kinds import descriptor_of
+
+if TYPE_CHECKING:  # the collectives' descriptors load on the first group mode asked for
+    from neuron_sim.semantics.collectives.descriptor import GroupModeRow
 
 
 class TopologyError(UserError):
@@ -68,6 +70,8 @@ def group_mode(
     of the table in docs/semantics.md §2 is its collective descriptor's ``group_mode_row``.
     Raises ValueError for an opcode that is not a collective and for combinations XLA rejects.
     """
+    from neuron_sim.semantics.collectives.descriptor import GroupModeRow
+
     name = str(opcode)
     row = _group_mode_row(name)
     if row is GroupModeRow.GLOBAL_DEVICE_IDS:
@@ -87,7 +91,10 @@ def group_mode(
 
 def _group_mode_row(spelling: str) -> GroupModeRow | None:
     """The group-mode row of the collective opcode spelled ``spelling`` (its sync op or async
-    start); None for anything else."""
+    start); None for anything else. The descriptors are imported here, on the first
+    collective: a program without one never loads them."""
+    from neuron_sim.semantics.collectives.kinds import descriptor_of
+
     try:
         opcode = Opcode.from_spelling(spelling)
     except KeyError:

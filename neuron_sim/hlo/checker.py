@@ -25,7 +25,6 @@ from neuron_sim.hlo.checks.module import (check_call_graph, check_control_predec
 from neuron_sim.hlo.checks.pairing import (check_async_computations, check_async_pairs,
                                            check_channels, check_layout_constrained_all_reduce)
 from neuron_sim.hlo.checks.registry import RULES
-from neuron_sim.hlo.checks.sharding import check_shardings
 from neuron_sim.hlo.checks.threads import check_execution_threads
 from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
 from neuron_sim.hlo.opcodes import VARIADIC, Opcode
@@ -181,6 +180,16 @@ def _check_structure(comp: HloComputation, module: HloModule) -> None:
         seen.add(inst)
 
 
+def _check_shardings(module: HloModule) -> None:
+    """``checks.sharding.check_shardings``, imported only for a module that has a sharding (a
+    while or conditional without one has nothing to agree on): most runs have none."""
+    if any("sharding" in inst.attrs for comp in module.computations
+           for inst in comp.instructions):
+        from neuron_sim.hlo.checks.sharding import check_shardings
+
+        check_shardings(module)
+
+
 def check_module(module: HloModule, topology: Topology | None = None, *,
                  allow_mixed_precision: bool = False, unique_channel_ids: bool = False) -> None:
     """Verify every computation and instruction of ``module`` (XLA's HloVerifier, layouts
@@ -207,7 +216,7 @@ def check_module(module: HloModule, topology: Topology | None = None, *,
     check_async_pairs(module)
     check_channels(module, unique_ids=unique_channel_ids)
     check_execution_threads(module)
-    check_shardings(module)
+    _check_shardings(module)
     check_async_computations(module)
     check_layout_constrained_all_reduce(module)
     check_original_values(module)

@@ -1,6 +1,6 @@
-"""The collective seam: what a collective op hands a backend, and what the backend implements.
+"""What a collective op hands a backend: the call, its fingerprint, and the functions every
+backend shares (``neuron_sim.interpreter.transport`` is the seam they are handed through).
 
-The evaluator and the ops are shared by every backend; a backend only provides a ``Transport``.
 When a collective executes, its op (``neuron_sim.interpreter.ops.collective``) hands the transport one
 ``CollectiveCall``: its kind (an ``Opcode``: async starts are their synchronous op), its operands
 stacked over the devices of the current frame that reached it (``call.active``, flattened ids),
@@ -8,26 +8,21 @@ the participant groups of the whole topology, dimension, permute pairs and reduc
 ``Fingerprint`` naming the instruction, for transports that compare arrivals across processes.
 The transport returns the outputs stacked over ``call.active``.
 
-- ``neuron_sim.interpreter.backends.local.LocalTransport`` holds every device in one process.
-- ``neuron_sim.interpreter.backends.mpi.transport.MpiTransport`` exchanges rows between the ranks
-  hosting them, then applies the same data functions, so results are bit-identical.
-
 What a kind computes, and every other per-kind fact a transport needs, is its descriptor
 (``neuron_sim.semantics.collectives``): ``call.descriptor``; ``apply_collective`` runs its data
 function.
 
-A transport whose ``uses_fingerprints`` is False is handed ``None`` instead of a fingerprint
-(building one costs a little on every collective).
-
 The functions below read a collective instruction the same way for every backend: its kind,
 its fingerprint, and the rendezvous groups of every collective of a module (MPI's native mode
 creates its sub-communicators from them before anything runs).
+
+Imported on a program's first collective (the descriptors with it), not with the evaluator.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -40,7 +35,7 @@ from neuron_sim.semantics.collectives.groups import instruction_group_mode, rend
 from neuron_sim.semantics.collectives.kinds import DESCRIPTORS, descriptor_of
 from neuron_sim.topology import Topology
 
-__all__ = ["COLLECTIVE_KINDS", "CollectiveCall", "Fingerprint", "Transport", "apply_collective",
+__all__ = ["COLLECTIVE_KINDS", "CollectiveCall", "Fingerprint", "apply_collective",
            "collective_groups", "collective_kind", "fingerprint_of"]
 
 # The collective opcodes a transport runs (those whose kind has a data function), each keyed
@@ -135,16 +130,6 @@ class Fingerprint:
         mine, theirs = dict(self.fields), dict(other.fields)
         return [f"{name} ({mine.get(name, '-')} vs {theirs.get(name, '-')})"
                 for name in dict.fromkeys([*mine, *theirs]) if mine.get(name) != theirs.get(name)]
-
-
-class Transport(Protocol):
-    """What the collective ops call; every backend implements it."""
-
-    uses_fingerprints: bool
-
-    def collective(self, call: CollectiveCall, fingerprint: Fingerprint | None
-                   ) -> list[np.ndarray]:
-        """The outputs of ``call`` stacked over ``call.active`` (one array per operand)."""
 
 
 def apply_collective(call: CollectiveCall, stacks: Sequence[np.ndarray],

@@ -11,8 +11,6 @@ member, so N operands need groups of N (torch_xla writes 8-operand all-to-alls w
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from neuron_sim.errors import UserError
 from neuron_sim.hlo.ir import HloInstruction, HloModule
 from neuron_sim.hlo.opcodes import Opcode
@@ -28,13 +26,19 @@ def _fixed_group_size(inst: HloInstruction) -> int:
     return 0
 
 
-@dataclass
 class _Constraints:
-    replicas: set[int] = field(default_factory=set)
-    partitions: set[int] = field(default_factory=set)
-    devices: set[int] = field(default_factory=set)
-    min_replicas: int = 1
-    min_partitions: int = 1
+    """What a module's collectives say of the counts: the replica, partition and device counts
+    their groups fix, and the least counts their pairs need. (A plain class: a dataclass costs
+    every run's start-up half a millisecond to create.)"""
+
+    __slots__ = ("replicas", "partitions", "devices", "min_replicas", "min_partitions")
+
+    def __init__(self) -> None:
+        self.replicas: set[int] = set()
+        self.partitions: set[int] = set()
+        self.devices: set[int] = set()
+        self.min_replicas = 1
+        self.min_partitions = 1
 
 
 def _collect(module: HloModule) -> _Constraints:

@@ -10,13 +10,14 @@ every row holds the same operand or the rows form one group, and returns a broad
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from neuron_sim.interpreter.errors import CollectiveMismatchError
-from neuron_sim.interpreter.transport import CollectiveCall, Fingerprint, apply_collective
-from neuron_sim.semantics.collectives.descriptor import GroupReading
+
+if TYPE_CHECKING:
+    from neuron_sim.interpreter.collective_calls import CollectiveCall, Fingerprint
 
 
 class LocalTransport:
@@ -33,7 +34,12 @@ class LocalTransport:
 
     def collective(self, call: CollectiveCall, fingerprint: Fingerprint | None = None
                    ) -> list[np.ndarray]:
-        """The outputs of ``call`` for ``call.active``; a partial group is a mismatch."""
+        """The outputs of ``call`` for ``call.active``; a partial group is a mismatch. (The
+        collectives' semantics are imported here, by a program's first collective: every run
+        makes a transport, few of them call it.)"""
+        from neuron_sim.interpreter.collective_calls import apply_collective
+        from neuron_sim.semantics.collectives.descriptor import GroupReading
+
         active = np.asarray(call.active, np.int64)
         row_of = np.full(self.num_devices, -1, np.int64)
         row_of[active] = np.arange(len(active))

@@ -26,7 +26,7 @@ import numpy as np
 
 from neuron_sim.interpreter.backends.mpi.exchange import ArraySpec, Exchange
 from neuron_sim.interpreter.backends.mpi.layout import RankLayout
-from neuron_sim.interpreter.transport import CollectiveCall, apply_collective
+from neuron_sim.interpreter.collective_calls import CollectiveCall, apply_collective
 from neuron_sim.semantics.collectives.descriptor import Dependence
 from neuron_sim.semantics.collectives.reductions import fold_group
 

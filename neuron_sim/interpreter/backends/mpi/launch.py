@@ -38,10 +38,10 @@ from neuron_sim.interpreter.backends.mpi.layout import RankLayout, RankLayoutErr
 from neuron_sim.interpreter.backends.mpi.protocol import (EXIT_INTERNAL, EXIT_MISMATCH, EXIT_TIMEOUT,
                                                MpiRunError)
 from neuron_sim.interpreter.backends.mpi.transport import MODES, MpiTransport
+from neuron_sim.interpreter.collective_calls import collective_groups
 from neuron_sim.interpreter.defaults import RUN_TIMEOUT
 from neuron_sim.interpreter.errors import CollectiveMismatchError, LoopNeverEnds
 from neuron_sim.interpreter.evaluator import Evaluator
-from neuron_sim.interpreter.transport import collective_groups
 from neuron_sim.interpreter.values import leaves, output_rows
 
 __all__ = ["BLAS_THREAD_VARIABLES", "DEFAULT_TIMEOUT", "MODES", "MpiResult", "MpiRunError",

@@ -30,7 +30,7 @@ from neuron_sim.hlo import Opcode
 
 from neuron_sim.interpreter.backends.mpi.exchange import as_bytes
 from neuron_sim.interpreter.backends.mpi.layout import RankLayout
-from neuron_sim.interpreter.transport import CollectiveCall, apply_collective
+from neuron_sim.interpreter.collective_calls import CollectiveCall, apply_collective
 from neuron_sim.semantics.collectives.descriptor import GroupReading, MpiPattern
 from neuron_sim.semantics.collectives.reductions import fold_group
 

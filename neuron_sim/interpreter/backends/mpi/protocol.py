@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterable, NoReturn, Sequence
 
 from neuron_sim.interpreter.backends.mpi.layout import RankLayout, format_devices
 from neuron_sim.interpreter.errors import InterpreterError
-from neuron_sim.interpreter.transport import Fingerprint
+from neuron_sim.interpreter.collective_calls import Fingerprint
 
 __all__ = [
     "Arrival",

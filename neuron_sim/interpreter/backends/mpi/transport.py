@@ -23,7 +23,7 @@ from neuron_sim.interpreter.backends.mpi.exchange import ArraySpec, Exchange
 from neuron_sim.interpreter.backends.mpi.layout import RankLayout
 from neuron_sim.interpreter.backends.mpi.protocol import (Arrival, CollectiveMismatch, ControlPlane,
                                                check_groups_arrived)
-from neuron_sim.interpreter.transport import CollectiveCall, Fingerprint
+from neuron_sim.interpreter.collective_calls import CollectiveCall, Fingerprint
 from neuron_sim.semantics.collectives.descriptor import GroupReading
 
 __all__ = ["MODES", "MpiTransport"]
