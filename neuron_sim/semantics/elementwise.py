@@ -40,7 +40,6 @@ import numpy as np
 from neuron_sim.conversions import convert_array, wrap_int
 from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.hlo.opcodes import Opcode
-from neuron_sim.numerics import transcendental as nm
 from neuron_sim.semantics import float_kernels as fk
 from neuron_sim.semantics import int_kernels as ik
 from neuron_sim.semantics import z3_terms as zt
@@ -194,11 +193,24 @@ class _Transcendental:
     """The float kernel of a ``neuron_sim.numerics`` function: f64 in f64; f32 (and bf16 / f16
     through f32) evaluated in f64 and rounded once to f32, as the numerics are built for. On
     f32 and f64 it is also the row's ``direct`` callable: it takes ``out=`` like a ufunc, so the
-    interpreter can write a large result into an operand's dead buffer."""
+    interpreter can write a large result into an operand's dead buffer.
 
-    def __init__(self, fn: Callable[..., np.ndarray], nin: int) -> None:
-        self.function = fn
+    The function is named, and ``neuron_sim.numerics`` imported when it is first needed: a
+    program without a transcendental does not load the seven modules of kernels."""
+
+    def __init__(self, name: str, nin: int) -> None:
+        self.name = name
         self.nin = nin
+        self._function: Callable[..., np.ndarray] | None = None
+
+    @property
+    def function(self) -> Callable[..., np.ndarray]:
+        """``neuron_sim.numerics.transcendental``'s function of this name."""
+        if self._function is None:
+            from neuron_sim.numerics import transcendental
+
+            self._function = getattr(transcendental, self.name)
+        return self._function
 
     def __call__(self, *arrays: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         result = fk.float_math(self.function, *arrays, out=out)
@@ -206,9 +218,10 @@ class _Transcendental:
         return result if result.dtype == dtype else result.astype(dtype)
 
 
-def _transcendental(fn: Callable[..., np.ndarray], nin: int = 1) -> Kernel:
-    """A ``_Transcendental`` kernel of ``fn`` (``nin`` operands)."""
-    return _Transcendental(fn, nin)
+def _transcendental(name: str, nin: int = 1) -> Kernel:
+    """A ``_Transcendental`` kernel of the ``neuron_sim.numerics`` function ``name`` (``nin``
+    operands)."""
+    return _Transcendental(name, nin)
 
 
 def _int(fn: Callable[..., np.ndarray], *, typed: bool = False) -> Kernel:
@@ -382,28 +395,28 @@ _ROWS = [
     _row(Opcode.SQRT, float=_float(np.sqrt), complex=np.sqrt, fp=zt.fp_sqrt, direct=np.sqrt,
          direct_domains=(_F,)),
     _row(Opcode.RSQRT, float=_float(_reciprocal_sqrt), complex=_complex_reciprocal_sqrt),
-    _row(Opcode.CBRT, float=_transcendental(nm.cbrt)),
+    _row(Opcode.CBRT, float=_transcendental("cbrt")),
     # Transcendentals: one float function each, from neuron_sim.numerics (IEEE basic operations
     # only, so the same bits on every CPU; numpy's own loops are not): f32, bf16 and f16 are
     # evaluated in f64 and rounded to f32 (then to the narrow type), f64 in f64.
-    _row(Opcode.EXP, float=_transcendental(nm.exp), complex=np.exp),
-    _row(Opcode.EXPM1, float=_transcendental(nm.expm1), complex=_complex_expm1),
-    _row(Opcode.LOG, float=_transcendental(nm.log), complex=np.log),
-    _row(Opcode.LOG1P, float=_transcendental(nm.log1p), complex=_complex_log1p),
-    _row(Opcode.LOGISTIC, float=_transcendental(nm.logistic), complex=fk.float_logistic),
-    _row(Opcode.TANH, float=_transcendental(nm.tanh), complex=np.tanh),
-    _row(Opcode.SIN, float=_transcendental(nm.sin), complex=np.sin),
-    _row(Opcode.COS, float=_transcendental(nm.cos), complex=np.cos),
-    _row(Opcode.TAN, float=_transcendental(nm.tan), complex=np.tan),
-    _row(Opcode.ERF, float=_transcendental(nm.erf)),
-    _row(Opcode.ACOS, float=_transcendental(nm.acos), complex=np.arccos),
-    _row(Opcode.ACOSH, float=_transcendental(nm.acosh), complex=np.arccosh),
-    _row(Opcode.ASIN, float=_transcendental(nm.asin), complex=np.arcsin),
-    _row(Opcode.ASINH, float=_transcendental(nm.asinh), complex=np.arcsinh),
-    _row(Opcode.ATAN, float=_transcendental(nm.atan), complex=np.arctan),
-    _row(Opcode.ATANH, float=_transcendental(nm.atanh), complex=np.arctanh),
-    _row(Opcode.COSH, float=_transcendental(nm.cosh), complex=np.cosh),
-    _row(Opcode.SINH, float=_transcendental(nm.sinh), complex=np.sinh),
+    _row(Opcode.EXP, float=_transcendental("exp"), complex=np.exp),
+    _row(Opcode.EXPM1, float=_transcendental("expm1"), complex=_complex_expm1),
+    _row(Opcode.LOG, float=_transcendental("log"), complex=np.log),
+    _row(Opcode.LOG1P, float=_transcendental("log1p"), complex=_complex_log1p),
+    _row(Opcode.LOGISTIC, float=_transcendental("logistic"), complex=fk.float_logistic),
+    _row(Opcode.TANH, float=_transcendental("tanh"), complex=np.tanh),
+    _row(Opcode.SIN, float=_transcendental("sin"), complex=np.sin),
+    _row(Opcode.COS, float=_transcendental("cos"), complex=np.cos),
+    _row(Opcode.TAN, float=_transcendental("tan"), complex=np.tan),
+    _row(Opcode.ERF, float=_transcendental("erf")),
+    _row(Opcode.ACOS, float=_transcendental("acos"), complex=np.arccos),
+    _row(Opcode.ACOSH, float=_transcendental("acosh"), complex=np.arccosh),
+    _row(Opcode.ASIN, float=_transcendental("asin"), complex=np.arcsin),
+    _row(Opcode.ASINH, float=_transcendental("asinh"), complex=np.arcsinh),
+    _row(Opcode.ATAN, float=_transcendental("atan"), complex=np.arctan),
+    _row(Opcode.ATANH, float=_transcendental("atanh"), complex=np.arctanh),
+    _row(Opcode.COSH, float=_transcendental("cosh"), complex=np.cosh),
+    _row(Opcode.SINH, float=_transcendental("sinh"), complex=np.sinh),
     # Bits.
     _row(Opcode.NOT, int=_int(np.invert), pred=np.logical_not, bits=zt.bv_not,
          boolean=zt.bool_not, direct=np.invert, direct_domains=(_I,)),
@@ -432,7 +445,7 @@ _ROWS = [
          direct_domains=(_F,)),
     _row(Opcode.REMAINDER, float=_float(np.fmod), int=_int(ik.int_remainder, typed=True),
          bits=zt.bv_remainder),
-    _row(Opcode.POWER, float=_transcendental(nm.power, 2), int=_int(ik.int_power, typed=True),
+    _row(Opcode.POWER, float=_transcendental("power", 2), int=_int(ik.int_power, typed=True),
          complex=np.power),
     _row(Opcode.MAXIMUM, float=_float(fk.xla_maximum), int=_int(np.maximum),
          pred=np.logical_or, fp=zt.fp_maximum, bits=zt.bv_maximum, boolean=zt.bool_or,
@@ -440,7 +453,7 @@ _ROWS = [
     _row(Opcode.MINIMUM, float=_float(fk.xla_minimum), int=_int(np.minimum),
          pred=np.logical_and, fp=zt.fp_minimum, bits=zt.bv_minimum, boolean=zt.bool_and,
          **_reduction(_F, _I, _P)),
-    _row(Opcode.ATAN2, float=_transcendental(nm.atan2, 2)),
+    _row(Opcode.ATAN2, float=_transcendental("atan2", 2)),
     _row(Opcode.MULHI, int=_int(ik.int_mulhi, typed=True), bits=zt.bv_mulhi),
     _row(Opcode.AND, int=_int(np.bitwise_and), pred=np.logical_and, bits=zt.bv_and,
          boolean=zt.bool_and, direct=np.bitwise_and, direct_domains=(_I,),

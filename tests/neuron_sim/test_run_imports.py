@@ -41,6 +41,9 @@ NOT_FOR_ONE_OP = {
     "neuron_sim.interpreter.collective_calls",
     # the sharding checks: a module with a sharding attribute
     "neuron_sim.hlo.checks.sharding",
+    # the transcendental kernels: a program's first exp, tanh, sin...
+    "neuron_sim.numerics",
+    "neuron_sim.numerics.transcendental",
 }
 
 
@@ -80,3 +83,18 @@ def test_a_collective_run_loads_them_and_computes_the_sum(tmp_path):
             "neuron_sim.interpreter.collective_calls"} <= modules
     with np.load(tmp_path / "out.npz") as saved:
         assert saved["out0"].tolist() == [[11, 22, 33], [11, 22, 33]]
+
+
+def test_a_tanh_run_loads_the_numerics_kernels(tmp_path):
+    """The other side of the numerics' lazy import: tanh(0) = 0 and tanh(x) = -tanh(-x)
+    exactly (the kernel is odd by construction), whatever the drawn inputs."""
+    text = ("HloModule t\n\nENTRY main {\n  x = f32[4] parameter(0)\n"
+            "  ROOT y = f32[4] tanh(x)\n}\n")
+    given = np.array([0.0, 0.5, -0.5, 2.0], np.float32)
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, arg0=given)
+    modules = modules_of_run(tmp_path, text, "--inputs", str(inputs))
+    assert "neuron_sim.numerics.transcendental" in modules
+    with np.load(tmp_path / "out.npz") as saved:
+        out = saved["out0"][0]
+    assert out[0] == 0 and out[1] == -out[2] and 0 < out[1] < out[3] < 1
