@@ -32,7 +32,6 @@ import os
 import signal
 import sys
 import threading
-import traceback
 from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
 
 
@@ -231,6 +230,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     except Exception as exc:  # noqa: BLE001 - the one place errors become exit codes
         if debug:
+            import traceback  # only --debug shows one: not imported at start-up
+
             _print_error(traceback.format_exc().rstrip("\n"), launch)
         if is_user_error(exc):
             _print_error(f"neuron-sim: error: {error_message(exc)}", launch)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -259,7 +258,10 @@ def topologies_from_args(args: argparse.Namespace, module: HloModule) -> list[To
 
 
 def print_json(data: Any, *, indent: int = 2) -> None:
-    """``data`` as JSON on stdout, newline-terminated."""
+    """``data`` as JSON on stdout, newline-terminated. (json is imported here: only --json
+    output needs it, and every command's start-up imports this module.)"""
+    import json
+
     json.dump(data, sys.stdout, indent=indent)
     print()
 

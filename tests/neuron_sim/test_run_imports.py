@@ -44,6 +44,9 @@ NOT_FOR_ONE_OP = {
     # the transcendental kernels: a program's first exp, tanh, sin...
     "neuron_sim.numerics",
     "neuron_sim.numerics.transcendental",
+    # the standard library's json (--json output) and traceback (--debug)
+    "json",
+    "traceback",
 }
 
 
