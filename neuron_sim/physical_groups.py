@@ -23,7 +23,7 @@ import numpy as np
 
 from neuron_sim.hlo.attributes import Raw
 from neuron_sim.hlo.checks.text import frontend_attributes, raw_text
-from neuron_sim.hlo.replica_groups import IntGroups, ReplicaGroupError, ReplicaGroups
+from neuron_sim.hlo.int_lists import IntGroups, ReplicaGroupError
 from neuron_sim.topology import GroupMode, Topology, participant_groups
 
 PHYSICAL_GROUPS_KEY = "neuron.groups"
@@ -98,7 +98,11 @@ def flattened_pairs_of_physical(pairs: tuple[tuple[int, int], ...], topology: To
 def flattened_replica_groups(inst: Any, mode: GroupMode, topology: Topology) -> IntGroups:
     """An instruction's ``replica_groups`` as participant groups of flattened ids: physical
     ones through the inverse assignment, logical ones by ``mode``'s rules (absent = ``{}``)."""
-    groups = inst.attrs.get("replica_groups") or ReplicaGroups()
+    groups = inst.attrs.get("replica_groups")
+    if not groups:  # absent: {} (the replica-group classes load with the first collective)
+        from neuron_sim.hlo.replica_groups import ReplicaGroups
+
+        groups = ReplicaGroups()
     if groups_are_physical(inst):
         return flattened_groups_of_physical(groups.groups, topology)
     return participant_groups(mode, groups, topology)

@@ -22,17 +22,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from neuron_sim.errors import UserError
-from neuron_sim.hlo.replica_groups import (
-    IntGroups,
-    ReplicaGroupError,
-    ReplicaGroups,
-    SourceTargetPairs,
-    format_int_lists,
-    parse_int_lists,
-)
+from neuron_sim.hlo.int_lists import IntGroups, ReplicaGroupError, format_int_lists, parse_int_lists
 from neuron_sim.hlo.opcodes import Opcode
 
-if TYPE_CHECKING:  # the collectives' descriptors load on the first group mode asked for
+if TYPE_CHECKING:  # these load with a module's first collective, not with the topology
+    from neuron_sim.hlo.replica_groups import ReplicaGroups, SourceTargetPairs
     from neuron_sim.semantics.collectives.descriptor import GroupModeRow
 
 
@@ -515,6 +509,8 @@ def permute_pairs_flattened(
     No pairs (None: the attribute is absent) move nothing: every device receives zeros.
     """
     if pairs is None:
+        from neuron_sim.hlo.replica_groups import SourceTargetPairs
+
         pairs = SourceTargetPairs()
     R, P = topology.replica_count, topology.num_partitions
     if mode is GroupMode.CROSS_REPLICA:

@@ -6,16 +6,27 @@ XLA adds) are kept as ``Raw`` text and printed verbatim, so printing loses nothi
 
 Each codec's ``parse`` takes the attribute's value text and raises ``AttributeSyntaxError`` with
 an offset into that text; the parser turns the offset into file:line:col.
+
+The structured values (``SliceDim``, ``PadDim``, ``Window``, ``WindowDim``, ``ConvDimLabels``,
+``SparsityDescriptor``) are defined in ``neuron_sim.hlo.attribute_values`` and replica groups in
+``neuron_sim.hlo.replica_groups``; both are imported when such an attribute is first read (the
+classes are also read from here, on first use), so that a module without one does not pay for
+creating them at start-up.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from neuron_sim.errors import UserError
-from neuron_sim.hlo.replica_groups import ReplicaGroupError, ReplicaGroups, SourceTargetPairs
+from neuron_sim.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from neuron_sim.hlo.attribute_values import (ConvDimLabels, PadDim, SliceDim,
+                                                 SparsityDescriptor, Window)
+    from neuron_sim.hlo.replica_groups import ReplicaGroups, SourceTargetPairs
 
 
 class AttributeSyntaxError(UserError):
@@ -32,101 +43,6 @@ class Raw:
 
     def __str__(self) -> str:
         return self.text
-
-
-@dataclass(frozen=True)
-class SliceDim:
-    start: int
-    limit: int
-    stride: int = 1
-
-
-@dataclass(frozen=True)
-class PadDim:
-    low: int
-    high: int
-    interior: int = 0
-
-
-@dataclass(frozen=True)
-class WindowDim:
-    size: int
-    stride: int = 1
-    pad_low: int = 0
-    pad_high: int = 0
-    lhs_dilation: int = 1
-    rhs_dilation: int = 1
-    reversal: bool = False
-
-
-@dataclass(frozen=True)
-class Window:
-    dims: tuple[WindowDim, ...]
-
-    def __str__(self) -> str:
-        if not self.dims:
-            return "{}"
-        fields = [("size", lambda d: str(d.size), lambda d: True)]
-        fields += [
-            ("stride", lambda d: str(d.stride), lambda d: d.stride != 1),
-            ("pad", lambda d: f"{d.pad_low}_{d.pad_high}", lambda d: d.pad_low or d.pad_high),
-            ("lhs_dilate", lambda d: str(d.lhs_dilation), lambda d: d.lhs_dilation != 1),
-            ("rhs_dilate", lambda d: str(d.rhs_dilation), lambda d: d.rhs_dilation != 1),
-            ("rhs_reversal", lambda d: str(int(d.reversal)), lambda d: d.reversal),
-        ]
-        parts = [f"{key}=" + "x".join(fmt(d) for d in self.dims)
-                 for key, fmt, needed in fields if any(needed(d) for d in self.dims)]
-        return "{" + " ".join(parts) + "}"
-
-
-@dataclass(frozen=True)
-class ConvDimLabels:
-    """Convolution dimension numbers, from ``dim_labels=b01f_01io->b01f``."""
-
-    input_batch: int
-    input_feature: int
-    input_spatial: tuple[int, ...]
-    kernel_input_feature: int
-    kernel_output_feature: int
-    kernel_spatial: tuple[int, ...]
-    output_batch: int
-    output_feature: int
-    output_spatial: tuple[int, ...]
-    # (lhs, rhs, output) label counts when '?' labels make them more than the spatial dims + 2.
-    ranks: tuple[int, int, int] | None = None
-
-    def __str__(self) -> str:
-        def labels(rank: int, named: dict[int, str], spatial: tuple[int, ...]) -> str:
-            chars = ["?"] * rank
-            for dim, char in named.items():
-                chars[dim] = char
-            for i, dim in enumerate(spatial):
-                chars[dim] = str(i)
-            return "".join(chars)
-
-        n = len(self.input_spatial) + 2
-        lhs_rank, rhs_rank, out_rank = self.ranks or (n, n, n)
-        lhs = labels(lhs_rank, {self.input_batch: "b", self.input_feature: "f"},
-                     self.input_spatial)
-        rhs = labels(rhs_rank, {self.kernel_input_feature: "i", self.kernel_output_feature: "o"},
-                     self.kernel_spatial)
-        out = labels(out_rank, {self.output_batch: "b", self.output_feature: "f"},
-                     self.output_spatial)
-        return f"{lhs}_{rhs}->{out}"
-
-
-@dataclass(frozen=True)
-class SparsityDescriptor:
-    """One ``sparsity=`` entry of a dot, ``L.1@2:4``: operand ``index`` (0 lhs, 1 rhs) is N:M
-    structured-sparse along ``dimension`` (n of every m elements are stored)."""
-
-    index: int
-    dimension: int
-    n: int
-    m: int
-
-    def __str__(self) -> str:
-        return f"{'LR'[self.index]}.{self.dimension}@{self.n}:{self.m}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -234,6 +150,8 @@ _SLICE_DIM = re.compile(r"\[\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*(-?\d+)\s*)?\]")
 
 
 def _parse_slice(text: str) -> tuple[SliceDim, ...]:
+    from neuron_sim.hlo.attribute_values import SliceDim
+
     body = text.strip()
     if not (body.startswith("{") and body.endswith("}")):
         raise AttributeSyntaxError("expected slice={[start:limit:stride], ...}")
@@ -257,6 +175,8 @@ def _format_slice(dims: tuple[SliceDim, ...]) -> str:
 
 
 def _parse_padding(text: str) -> tuple[PadDim, ...]:
+    from neuron_sim.hlo.attribute_values import PadDim
+
     if text.strip() in ("", "{}"):
         return ()
     dims = []
@@ -276,6 +196,8 @@ def _format_padding(dims: tuple[PadDim, ...]) -> str:
 
 
 def _parse_window(text: str) -> Window:
+    from neuron_sim.hlo.attribute_values import Window, WindowDim
+
     body = text.strip()
     if not (body.startswith("{") and body.endswith("}")):
         raise AttributeSyntaxError("expected window={size=... stride=... pad=...}")
@@ -311,6 +233,8 @@ def _parse_window(text: str) -> Window:
 
 
 def _parse_dim_labels(text: str) -> ConvDimLabels:
+    from neuron_sim.hlo.attribute_values import ConvDimLabels
+
     m = re.fullmatch(r"([0-9bf?]+)_([0-9io?]+)->([0-9bf?]+)", text)
     if not m:
         raise AttributeSyntaxError(f"expected dim_labels like b01f_01io->b01f, got '{text}'")
@@ -339,6 +263,8 @@ def _parse_dim_labels(text: str) -> ConvDimLabels:
 
 
 def _parse_replica_groups(text: str) -> ReplicaGroups:
+    from neuron_sim.hlo.replica_groups import ReplicaGroupError, ReplicaGroups
+
     try:
         return ReplicaGroups.from_text(text)
     except ReplicaGroupError as exc:
@@ -346,6 +272,8 @@ def _parse_replica_groups(text: str) -> ReplicaGroups:
 
 
 def _parse_pairs(text: str) -> SourceTargetPairs:
+    from neuron_sim.hlo.replica_groups import SourceTargetPairs
+
     try:
         return SourceTargetPairs.from_text(text)
     except ValueError as exc:
@@ -461,6 +389,8 @@ _SPARSITY = re.compile(r"(?:[LR]\.[0-9]+@[0-9]+:[0-9]+_?)+")
 def _parse_sparsity(text: str) -> tuple[SparsityDescriptor, ...]:
     """``L.1@2:4_R.0@2:4``, as XLA's ParseSparsityDescriptor: a dimension number, and
     1 <= n < m."""
+    from neuron_sim.hlo.attribute_values import SparsityDescriptor
+
     if not _SPARSITY.fullmatch(text):
         raise AttributeSyntaxError("expects sparsity descriptor, e.g. L.0@2:4")
     descriptors = []
@@ -474,10 +404,16 @@ def _parse_sparsity(text: str) -> tuple[SparsityDescriptor, ...]:
     return tuple(descriptors)
 
 
-@dataclass(frozen=True)
 class Codec:
-    parse: Callable[[str], Any]
-    format: Callable[[Any], str]
+    """How one attribute's text becomes a value (``parse``) and back (``format``). (A plain
+    class: the table is built at every start-up, and a dataclass costs more to create than
+    the whole table.)"""
+
+    __slots__ = ("parse", "format")
+
+    def __init__(self, parse: Callable[[str], Any], format: Callable[[Any], str]) -> None:
+        self.parse = parse
+        self.format = format
 
 
 _INT_CODEC = Codec(_parse_int, str)
@@ -589,3 +525,11 @@ def format_attribute(name: str, value: Any) -> str:
         return value.text
     codec = CODECS.get(name)
     return codec.format(value) if codec else str(value)
+
+
+# The structured values' classes, read from here on first use (PEP 562).
+_VALUES = {name: "neuron_sim.hlo.attribute_values"
+           for name in ("ConvDimLabels", "PadDim", "SliceDim", "SparsityDescriptor", "Window",
+                        "WindowDim")}
+
+__getattr__, __dir__ = lazy_exports(__name__, _VALUES, globals())

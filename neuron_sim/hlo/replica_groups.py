@@ -20,129 +20,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from neuron_sim.errors import UserError
+from neuron_sim.hlo.int_lists import (IntGroups, IntListCursor, ReplicaGroupError,
+                                      format_int_lists, parse_int_lists, read_int_lists)
 
-IntGroups = tuple[tuple[int, ...], ...]
-
-
-class ReplicaGroupError(UserError):
-    """Malformed or invalid replica groups / source-target pairs.
-
-    ``offset`` is the 0-based character offset into the text being parsed where the problem was
-    found, or None when the error is not about a piece of text.
-    """
-
-    def __init__(self, message: str, offset: int | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.offset = offset
-
-
-# --------------------------------------------------------------------------------------------
-# Text scanning shared by replica groups, source-target pairs and device assignments.
-
-
-class _Cursor:
-    """A position in a text being parsed; every error it raises carries that position."""
-
-    def __init__(self, text: str, what: str) -> None:
-        self.text = text
-        self.pos = 0
-        self.what = what
-
-    def fail(self, message: str, offset: int | None = None) -> ReplicaGroupError:
-        return ReplicaGroupError(message, self.pos if offset is None else offset)
-
-    def skip_space(self) -> None:
-        while self.pos < len(self.text) and self.text[self.pos].isspace():
-            self.pos += 1
-
-    def peek(self) -> str:
-        self.skip_space()
-        return self.text[self.pos] if self.pos < len(self.text) else ""
-
-    def describe_here(self) -> str:
-        char = self.peek()
-        return f"{char!r}" if char else "end of text"
-
-    def accept(self, token: str) -> bool:
-        self.skip_space()
-        if self.text.startswith(token, self.pos):
-            self.pos += len(token)
-            return True
-        return False
-
-    def expect(self, token: str) -> None:
-        if not self.accept(token):
-            raise self.fail(f"expected {token!r} in {self.what} but found {self.describe_here()}")
-
-    def integer(self) -> int:
-        self.skip_space()
-        start = self.pos
-        if self.pos < len(self.text) and self.text[self.pos] == "-":
-            self.pos += 1
-        digits_start = self.pos
-        while self.pos < len(self.text) and self.text[self.pos].isdigit():
-            self.pos += 1
-        if self.pos == digits_start:
-            self.pos = start
-            raise self.fail(f"expected an integer in {self.what} but found {self.describe_here()}")
-        return int(self.text[start : self.pos])
-
-    def integers_until(self, close: str) -> tuple[int, ...]:
-        """Comma-separated integers up to and including ``close``; the opener is already read."""
-        values: list[int] = []
-        if self.accept(close):
-            return ()
-        while True:
-            values.append(self.integer())
-            if self.accept(close):
-                return tuple(values)
-            if not self.accept(","):
-                raise self.fail(
-                    f"expected ',' or {close!r} in {self.what} but found {self.describe_here()}"
-                )
-
-    def end(self) -> None:
-        if self.peek():
-            raise self.fail(f"unexpected {self.describe_here()} after the end of the {self.what}")
-
-
-def _parse_lists(cursor: _Cursor) -> tuple[IntGroups, tuple[int, ...]]:
-    """Parse ``{{a,b},{c}}`` (or ``{}``); returns the lists and the offset of each inner ``{``."""
-    cursor.expect("{")
-    lists: list[tuple[int, ...]] = []
-    offsets: list[int] = []
-    if cursor.accept("}"):
-        return (), ()
-    while True:
-        cursor.skip_space()
-        offsets.append(cursor.pos)
-        cursor.expect("{")
-        lists.append(cursor.integers_until("}"))
-        if cursor.accept("}"):
-            return tuple(lists), tuple(offsets)
-        if not cursor.accept(","):
-            raise cursor.fail(
-                f"expected ',' or '}}' in {cursor.what} but found {cursor.describe_here()}"
-            )
-
-
-def parse_int_lists(text: str, what: str = "list of integer lists") -> IntGroups:
-    """Parse the whole of ``text`` as ``{{0,1},{2,3}}`` (``{}`` is the empty list).
-
-    Shared by every attribute written as a list of integer lists (device assignments too).
-    Raises ReplicaGroupError with ``offset`` on malformed text.
-    """
-    cursor = _Cursor(text, what)
-    lists, _ = _parse_lists(cursor)
-    cursor.end()
-    return lists
-
-
-def format_int_lists(lists: IntGroups) -> str:
-    """Spell a list of integer lists the way XLA prints it: ``{{0,1},{2,3}}``, no spaces."""
-    return "{" + ",".join("{" + ",".join(str(i) for i in inner) + "}" for inner in lists) + "}"
+__all__ = ["IntGroups", "IotaReplicaGroups", "MeshAxisRef", "MeshReplicaGroups",
+           "ReplicaGroupError", "ReplicaGroups", "SourceTargetPairs", "format_int_lists",
+           "parse_int_lists"]
 
 
 def _as_int(value: object, what: str) -> int:
@@ -592,11 +475,11 @@ class ReplicaGroups:
 
         Raises ReplicaGroupError whose ``offset`` points into ``text``.
         """
-        cursor = _Cursor(text, "replica groups")
+        cursor = IntListCursor(text, "replica groups")
         if cursor.peek() == "[":
             result = cls(iota=_parse_iota(cursor))
         elif cursor.peek() == "{":
-            groups, _ = _parse_lists(cursor)
+            groups, _ = read_int_lists(cursor)
             result = cls(explicit=groups)
         elif cursor.peek() == "m":
             result = cls(mesh=_parse_mesh(cursor))
@@ -609,7 +492,7 @@ class ReplicaGroups:
         return result
 
 
-def _parse_iota(cursor: _Cursor) -> IotaReplicaGroups:
+def _parse_iota(cursor: IntListCursor) -> IotaReplicaGroups:
     start = cursor.pos
     cursor.what = "iota replica groups"
     cursor.expect("[")
@@ -639,7 +522,7 @@ def _parse_iota(cursor: _Cursor) -> IotaReplicaGroups:
 _MESH_NAME = re.compile(r"'([^'\n]*)'|([A-Za-z_][A-Za-z0-9_.\-]*)")
 
 
-def _mesh_name(cursor: _Cursor) -> tuple[str, bool]:
+def _mesh_name(cursor: IntListCursor) -> tuple[str, bool]:
     """A mesh axis name, quoted (``'axis_0'``) or bare (``x``); returns it and whether quoted."""
     cursor.skip_space()
     match = _MESH_NAME.match(cursor.text, cursor.pos)
@@ -655,7 +538,7 @@ def _mesh_name(cursor: _Cursor) -> tuple[str, bool]:
 # axis        ::= name '=' int                    name ::= "'" chars "'" | identifier
 # device_ids  ::= '[' int_list ']' ('T(' int_list ')')?  |  int_list
 # axis_ref    ::= (name | int) (':(' int ')' int)?
-def _parse_mesh(cursor: _Cursor) -> MeshReplicaGroups:
+def _parse_mesh(cursor: IntListCursor) -> MeshReplicaGroups:
     cursor.what = "mesh replica groups"
     cursor.skip_space()
     start = cursor.pos
@@ -858,8 +741,8 @@ class SourceTargetPairs:
     @classmethod
     def from_text(cls, text: str) -> SourceTargetPairs:
         """Parse ``{{0,1},{1,0}}``; raises ReplicaGroupError whose ``offset`` points into text."""
-        cursor = _Cursor(text, "source-target pairs")
-        lists, offsets = _parse_lists(cursor)
+        cursor = IntListCursor(text, "source-target pairs")
+        lists, offsets = read_int_lists(cursor)
         cursor.end()
         for inner, offset in zip(lists, offsets):
             if len(inner) != 2:

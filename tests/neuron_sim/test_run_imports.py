@@ -39,6 +39,10 @@ NOT_FOR_ONE_OP = {
     "neuron_sim.semantics.collectives.movement",
     # what a collective call carries (the transport seam alone is imported by the evaluator)
     "neuron_sim.interpreter.collective_calls",
+    # the replica-group classes and the structured attribute values (slice, padding, window,
+    # dim_labels, sparsity): a module with such an attribute
+    "neuron_sim.hlo.replica_groups",
+    "neuron_sim.hlo.attribute_values",
     # the sharding checks: a module with a sharding attribute
     "neuron_sim.hlo.checks.sharding",
     # the transcendental kernels: a program's first exp, tanh, sin...

@@ -4,13 +4,15 @@ windows, called-computation signatures and reducers, declared tuple elements.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from neuron_sim.hlo.attributes import Window
 from neuron_sim.hlo.checks.core import Context, Invalid, fmt
 from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.hlo.ir import HloComputation
 from neuron_sim.hlo.shapes import ArrayShape, Shape, TupleShape, scalar
+
+if TYPE_CHECKING:
+    from neuron_sim.hlo.attribute_values import Window
 
 
 def array_shape(element_type: ElementType, dims: Sequence[int]) -> ArrayShape:
