@@ -154,7 +154,12 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
 def named_command(argv: Sequence[str]) -> str | None:
     """The command that ``argv`` names, parsed as ``neuron-sim`` would parse it (None: none);
     imports no command module. ``neuron-sim --help`` and ``--version`` end here, and an
-    unknown command is the usage error it always was."""
+    unknown command is the usage error it always was. An argument list that starts with a
+    command's name names that command (argparse reads a first argument that is not an option
+    as the command, and hands everything after it to the command's parser), so that case is
+    read without building the parser of the list."""
+    if argv and argv[0] in COMMANDS:
+        return argv[0]
     known, _ = build_parser(()).parse_known_args(argv)
     return known.command
 

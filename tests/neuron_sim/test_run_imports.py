@@ -105,3 +105,18 @@ def test_a_tanh_run_loads_the_numerics_kernels(tmp_path):
     with np.load(tmp_path / "out.npz") as saved:
         out = saved["out0"][0]
     assert out[0] == 0 and out[1] == -out[2] and 0 < out[1] < out[3] < 1
+
+
+def test_a_leading_command_name_is_read_as_argparse_reads_it():
+    """``cli.named_command`` reads an argument list that starts with a command's name without
+    building the parser of the list; argparse's own reading (the list's parser, which is what
+    named_command builds otherwise) is the reference, whatever follows the name."""
+    from neuron_sim import cli
+
+    tails = [[], ["m.hlo"], ["--version"], ["-h"], ["--help"], ["--debug", "m.hlo"],
+             ["--bogus"], ["--", "x"], ["run"], ["check", "--seed", "3"]]
+    for name in cli.COMMANDS:
+        for tail in tails:
+            argv = [name, *tail]
+            expected = cli.build_parser(()).parse_known_args(argv)[0].command
+            assert cli.named_command(argv) == expected == name, argv
