@@ -340,13 +340,17 @@ def _id_groups(
     return replica_groups.groups
 
 
-@dataclass(frozen=True)
 class _Layout:
-    """Participant groups plus, per flattened id, its group index (-1: none) and position."""
+    """Participant groups plus, per flattened id, its group index (-1: none) and position.
+    (A plain class, never changed after ``_layout`` makes it: a dataclass costs every
+    start-up its creation.)"""
 
-    groups: IntGroups
-    group_of: np.ndarray
-    position_of: np.ndarray
+    __slots__ = ("groups", "group_of", "position_of")
+
+    def __init__(self, groups: IntGroups, group_of: np.ndarray, position_of: np.ndarray) -> None:
+        self.groups = groups
+        self.group_of = group_of
+        self.position_of = position_of
 
 
 @functools.lru_cache(maxsize=1024)

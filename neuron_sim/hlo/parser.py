@@ -21,7 +21,6 @@ Each parse function carries its grammar rule above it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any, Union
 
 from neuron_sim.errors import UserError
@@ -222,13 +221,22 @@ class _Cursor:
 OperandRef = Union[str, HloInstruction]
 
 
-@dataclass
 class _PendingInstruction:
-    inst: HloInstruction
-    pos: int
-    operand_refs: list[tuple[OperandRef, int, Shape | None]] = field(default_factory=list)
-    computation_refs: list[tuple[str, list[tuple[str, int]], bool]] = field(default_factory=list)
-    wrapped_opcode: Opcode | None = None
+    """An instruction read but not yet linked: where it starts in the text, its operands and
+    called computations by name (and position), and the opcode an async start wraps. (A plain
+    class, compared by identity: a dataclass costs every parse's start-up its creation.)"""
+
+    __slots__ = ("inst", "pos", "operand_refs", "computation_refs", "wrapped_opcode")
+
+    def __init__(self, inst: HloInstruction, pos: int,
+                 operand_refs: list[tuple[OperandRef, int, Shape | None]] | None = None,
+                 computation_refs: list[tuple[str, list[tuple[str, int]], bool]] | None = None,
+                 wrapped_opcode: Opcode | None = None) -> None:
+        self.inst = inst
+        self.pos = pos
+        self.operand_refs = [] if operand_refs is None else operand_refs
+        self.computation_refs = [] if computation_refs is None else computation_refs
+        self.wrapped_opcode = wrapped_opcode
 
 
 class _Parser:

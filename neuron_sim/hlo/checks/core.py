@@ -12,7 +12,6 @@ Each op-family module has one ``RuleTable``; ``registry.py`` lists the families.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from neuron_sim.errors import UserError
@@ -80,15 +79,19 @@ def fmt(shape: Shape) -> str:
 _MISSING = object()
 
 
-@dataclass
 class Context:
     """What a rule may look at: the instruction, the topology its collectives run on, and
     whether floating-point types of different precisions may meet (XLA's HloVerifier option
-    ``allow_mixed_precision``, off by default there and here)."""
+    ``allow_mixed_precision``, off by default there and here). (A plain class: one is made per
+    instruction checked, and a dataclass costs every start-up its creation.)"""
 
-    inst: HloInstruction
-    topology: Topology
-    allow_mixed_precision: bool = False
+    __slots__ = ("inst", "topology", "allow_mixed_precision")
+
+    def __init__(self, inst: HloInstruction, topology: Topology,
+                 allow_mixed_precision: bool = False) -> None:
+        self.inst = inst
+        self.topology = topology
+        self.allow_mixed_precision = allow_mixed_precision
 
     @property
     def opcode(self) -> Opcode:
