@@ -87,6 +87,31 @@ def test_the_one_pass_fold_over_an_iota_equals_the_sequential_fold(direction, di
             and np.array_equal(np.signbit(got), np.signbit(want))
 
 
+
+VECTOR = IOTA.replace("f32[5,6]", "f32[12]").replace("s32[5,6]", "s32[12]")
+
+
+@pytest.mark.parametrize("direction", ["GT", "LT"])
+@pytest.mark.parametrize("seed", range(8))
+def test_the_one_pass_fold_of_one_row_equals_the_sequential_fold(direction, seed):
+    """A vector reduced to a scalar (JAX's argmax over a flattened array) is one row of the
+    batched operands, which the one-pass fold reads at flat offsets equal to the positions.
+    Values with ties, NaN, signed zeros (the last zero's sign is the fold's value) and
+    infinities, inits including NaN, -0 and +-inf: the same bits as the double-negated
+    comparator folded one element at a time."""
+    rng = np.random.default_rng(300 + seed)
+    x = rng.choice(np.array([0.0, -0.0, 1.0, -1.0, np.nan, np.inf, -np.inf], np.float32),
+                   size=12, p=[0.25, 0.25, 0.15, 0.15, 0.06, 0.07, 0.07])
+    init_value = rng.choice(np.array([-np.inf, np.inf, 0.0, -0.0, np.nan, 1.0], np.float32))
+    args = [x, init_value, np.int32(rng.integers(-2, 14))]
+    fast = parse_module(VECTOR.format(d=direction, tie=FAST, dims="0", out="", dim="0"))
+    slow = parse_module(VECTOR.format(d=direction, tie=SLOW, dims="0", out="", dim="0"))
+    assert recognise_arg_reducer(fast.computation("cmp")) is not None
+    assert recognise_arg_reducer(slow.computation("cmp")) is None
+    for got, want in zip(interpreter.run(fast, args), interpreter.run(slow, args)):
+        assert got.tobytes() == want.tobytes()
+
+
 JAX_FORM = """HloModule m, num_partitions={devices}
 cmp {{
   a = {t}[] parameter(0)

@@ -128,8 +128,10 @@ def fold_arg_reduce(values: np.ndarray, indices: np.ndarray, init_value: np.ndar
     the position numpy's argmax / argmin returns, without reading ``indices``."""
     axis = axis % values.ndim
     size = values.shape[axis]
-    init_value = np.asarray(init_value, values.dtype)
-    init_index = np.asarray(init_index, indices.dtype)
+    if type(init_value) is not np.ndarray or init_value.dtype != values.dtype:
+        init_value = np.asarray(init_value, values.dtype)
+    if type(init_index) is not np.ndarray or init_index.dtype != indices.dtype:
+        init_index = np.asarray(init_index, indices.dtype)
     if not size:
         shape = values.shape[:axis] + values.shape[axis + 1:]
         return (np.array(np.broadcast_to(init_value, shape)),
@@ -173,9 +175,12 @@ def _take(array: np.ndarray, position: np.ndarray, axis: int) -> np.ndarray:
     if array.flags.c_contiguous:
         # One index into the flat array: the element at ``position`` of row (o, i) of the
         # (outer, size, inner) view is at flat offset (o * size + position) * inner + i.
-        inner = math.prod(array.shape[axis + 1:])
+        shape = array.shape
+        if len(shape) > 1 and axis == len(shape) - 1 and array.size == shape[axis]:
+            return array.reshape(-1)[position]  # one row: the offset is the position
+        inner = math.prod(shape[axis + 1:])
         flat = position * inner if inner != 1 else position
-        return array.reshape(-1)[flat + _row_offsets(array.shape, axis)]
+        return array.reshape(-1)[flat + _row_offsets(shape, axis)]
     return np.take_along_axis(array, np.expand_dims(position, axis), axis).squeeze(axis)
 
 
