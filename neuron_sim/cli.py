@@ -120,12 +120,15 @@ def command_adder(reference: str) -> Callable[[Any], None]:
     return getattr(importlib.import_module(module), function)
 
 
-def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
+def build_parser(commands: Collection[str] | None = None, *,
+                 others: bool = True) -> argparse.ArgumentParser:
     """The ``neuron-sim`` parser. ``commands=None``: every command's full parser (every command
     module imported). Otherwise only the modules of ``commands`` are imported and their
     commands' parsers built; every other command is listed by name and one-line help alone,
     which is all ``neuron-sim --help`` shows and all it takes to tell which command an argument
-    list names."""
+    list names. ``others=False`` leaves the other commands out: for an argument list that
+    names one of ``commands``, which then parses, helps and fails as with them listed (the
+    top level's usage names no command: its metavar is COMMAND)."""
     wanted = set(COMMANDS) if commands is None else set(commands)
     parser = _ArgumentParser(
         prog="neuron-sim",
@@ -139,7 +142,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         names = [name for name, (owner, _) in COMMANDS.items() if owner == module]
         if wanted.intersection(names):
             command_adder(module)(subparsers)
-        else:  # listed only, without arguments (not even -h): every argument is left over
+        elif others:  # listed only, without arguments (not even -h): every argument is left over
             for name in names:
                 subparsers.add_parser(name, help=COMMANDS[name][1], add_help=False)
             listed.update(names)
@@ -212,7 +215,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The command's module, imported now: Ctrl-C meanwhile ends at once, as in the imports
         # above (only in a process of our own: an in-process caller keeps its handler).
         with _starting(active=not argv_given):
-            parser = build_parser(() if command is None else (command,))
+            parser = build_parser(() if command is None else (command,),
+                                  others=command is None)
         args = parser.parse_args(argv)
         debug = args.debug
         if args.command is None:

@@ -120,3 +120,27 @@ def test_a_leading_command_name_is_read_as_argparse_reads_it():
             argv = [name, *tail]
             expected = cli.build_parser(()).parse_known_args(argv)[0].command
             assert cli.named_command(argv) == expected == name, argv
+
+
+def _outcome(parser, argv, capsys):
+    """What parsing ``argv`` gives: the namespace, or the exception's text, and the output."""
+    from neuron_sim.errors import UsageError
+
+    try:
+        result = sorted(vars(parser.parse_args(argv)).items(), key=lambda item: item[0])
+    except (UsageError, SystemExit) as stop:
+        result = f"{type(stop).__name__}: {stop}"
+    return result, capsys.readouterr()
+
+
+def test_a_named_command_s_parser_without_the_others_parses_as_with_them(capsys):
+    """``main`` builds, for an argument list naming a command, that command's parser without
+    the other commands' entries; parsing, ``--help`` and usage errors read as with every
+    parser built (the reference)."""
+    from neuron_sim import cli
+
+    for name in cli.COMMANDS:
+        for argv in ([name, "--help"], [name, "--bogus"], ["--bogus", name], [name, "m.hlo"],
+                     ["--debug", name, "m.hlo", "--debug"], [name]):
+            alone = _outcome(cli.build_parser((name,), others=False), argv, capsys)
+            assert alone == _outcome(cli.build_parser(), argv, capsys), argv
