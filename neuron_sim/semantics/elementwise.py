@@ -31,7 +31,6 @@ reduce-precision.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable, Mapping
 
@@ -108,19 +107,56 @@ DIRECT_DTYPES: dict[Domain, tuple[np.dtype, ...]] = {Domain.FLOAT: (fk.F32, fk.F
                                                      Domain.INT: _WRAPPING_INTS}
 
 
-@dataclass(frozen=True)
 class ElementwiseDefinition:
-    """One elementwise op: its numpy kernels, z3 terms and symbolic facts (module docstring)."""
+    """One elementwise op: its numpy kernels, z3 terms and symbolic facts (module docstring).
+
+    Read-only fields, compared and printed field by field, as a frozen dataclass would be; a
+    plain class with ``__slots__`` because creating the dataclass cost every start-up more
+    than building the whole table. ``direct`` is a ufunc, or a kernel taking ``out=``."""
+
+    __slots__ = ("opcode", "form", "kernels", "terms", "commutative", "multiset", "exact_fold",
+                 "direct", "direct_domains")
 
     opcode: Opcode
     form: Form
     kernels: Mapping[Domain, Kernel]
-    terms: Mapping[Sort, TermBuilder] = field(default_factory=dict)
-    commutative: bool = False
-    multiset: bool = False
-    exact_fold: frozenset[Domain] = frozenset()
-    direct: Callable[..., np.ndarray] | None = None  # a ufunc, or a kernel taking out=
-    direct_domains: tuple[Domain, ...] = ()
+    terms: Mapping[Sort, TermBuilder]
+    commutative: bool
+    multiset: bool
+    exact_fold: frozenset[Domain]
+    direct: Callable[..., np.ndarray] | None
+    direct_domains: tuple[Domain, ...]
+
+    def __init__(self, opcode: Opcode, form: Form, kernels: Mapping[Domain, Kernel],
+                 terms: Mapping[Sort, TermBuilder] | None = None, commutative: bool = False,
+                 multiset: bool = False, exact_fold: frozenset[Domain] = frozenset(),
+                 direct: Callable[..., np.ndarray] | None = None,
+                 direct_domains: tuple[Domain, ...] = ()) -> None:
+        values = (opcode, form, kernels, {} if terms is None else terms, commutative, multiset,
+                  exact_fold, direct, direct_domains)
+        for name, value in zip(self.__slots__, values):
+            object.__setattr__(self, name, value)
+
+    def _fields(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r} of an ElementwiseDefinition")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r} of an ElementwiseDefinition")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"ElementwiseDefinition({fields})"
 
     def numpy(self, *arrays: np.ndarray, **params: Any) -> np.ndarray:
         """The op on numpy arrays (broadcast together), by the family of its operands' type
