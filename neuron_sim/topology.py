@@ -214,7 +214,7 @@ class Topology:
 
         This is the inverse of ``str``.
         """
-        match = _TOPOLOGY_RE.fullmatch(text)
+        match = re.fullmatch(_TOPOLOGY_RE, text, re.DOTALL)
         if match is None:
             raise TopologyError(
                 f"topology {text!r} is not of the form RxP (replicas x partitions), e.g. 2x4, "
@@ -230,9 +230,8 @@ class Topology:
         return Topology(self.replica_count, self.num_partitions, parse_device_assignment(text))
 
 
-_TOPOLOGY_RE = re.compile(
-    r"\s*(?P<r>\d+)\s*[xX]\s*(?P<p>\d+)\s*(?:da\s*=\s*(?P<da>\{.*\}))?\s*", re.DOTALL
-)
+# Read with re.DOTALL by Topology.parse, compiled on its first use (re's cache).
+_TOPOLOGY_RE = r"\s*(?P<r>\d+)\s*[xX]\s*(?P<p>\d+)\s*(?:da\s*=\s*(?P<da>\{.*\}))?\s*"
 
 
 def parse_device_assignment(text: str) -> IntGroups:

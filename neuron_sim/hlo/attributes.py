@@ -146,7 +146,8 @@ def _parse_api_version(text: str) -> str:
     return text
 
 
-_SLICE_DIM = re.compile(r"\[\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*(-?\d+)\s*)?\]")
+# The patterns of attributes few modules have are compiled on first use (re's cache).
+_SLICE_DIM = r"\[\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*(-?\d+)\s*)?\]"
 
 
 def _parse_slice(text: str) -> tuple[SliceDim, ...]:
@@ -159,7 +160,7 @@ def _parse_slice(text: str) -> tuple[SliceDim, ...]:
     pos = text.index("{") + 1
     inner = text[pos:text.rindex("}")]
     for match in re.finditer(r"[^,\s][^,]*", inner):
-        m = _SLICE_DIM.fullmatch(match.group(0).strip())
+        m = re.fullmatch(_SLICE_DIM, match.group(0).strip())
         if not m:
             raise AttributeSyntaxError(f"expected [start:limit] or [start:limit:stride], got "
                                        f"'{match.group(0).strip()}'", pos + match.start())
@@ -280,7 +281,7 @@ def _parse_pairs(text: str) -> SourceTargetPairs:
         raise AttributeSyntaxError(str(exc), getattr(exc, "offset", 0) or 0) from None
 
 
-_ALIAS_TOKEN = re.compile(r"\s*(?:(-?\d+)|([A-Za-z_][A-Za-z0-9_.\-]*)|(.))", re.S)
+_ALIAS_TOKEN = r"\s*(?:(-?\d+)|([A-Za-z_][A-Za-z0-9_.\-]*)|(.))"  # read with re.S
 
 
 class _AliasReader:
@@ -289,7 +290,7 @@ class _AliasReader:
 
     def __init__(self, text: str) -> None:
         self.tokens = [(m.group(0).strip(), m.start(m.lastindex), m.lastindex)
-                       for m in _ALIAS_TOKEN.finditer(text) if m.lastindex]
+                       for m in re.finditer(_ALIAS_TOKEN, text, re.S) if m.lastindex]
         self.pos = 0
         self.end = len(text)
 
@@ -383,7 +384,7 @@ HEADER_CHECKS: dict[str, Callable[[str], None]] = {
 }
 
 
-_SPARSITY = re.compile(r"(?:[LR]\.[0-9]+@[0-9]+:[0-9]+_?)+")
+_SPARSITY = r"(?:[LR]\.[0-9]+@[0-9]+:[0-9]+_?)+"
 
 
 def _parse_sparsity(text: str) -> tuple[SparsityDescriptor, ...]:
@@ -391,7 +392,7 @@ def _parse_sparsity(text: str) -> tuple[SparsityDescriptor, ...]:
     1 <= n < m."""
     from neuron_sim.hlo.attribute_values import SparsityDescriptor
 
-    if not _SPARSITY.fullmatch(text):
+    if not re.fullmatch(_SPARSITY, text):
         raise AttributeSyntaxError("expects sparsity descriptor, e.g. L.0@2:4")
     descriptors = []
     for item in filter(None, text.split("_")):
@@ -480,7 +481,7 @@ def attribute_rank(name: str) -> int:
     return _ORDER_RANK.get(name, len(ATTRIBUTE_ORDER) - 2)
 
 
-_MESH_BEFORE_DEVICE_IDS = re.compile(r"mesh\s*\[[^\]]*\]")
+_MESH_BEFORE_DEVICE_IDS = r"mesh\s*\[[^\]]*\]"
 
 
 def attribute_value_continues(name: str, value: str) -> bool:
@@ -490,7 +491,7 @@ def attribute_value_continues(name: str, value: str) -> bool:
     a ``mesh[...]`` not yet followed by its ``{axes}`` goes on past the comma, as XLA's parser
     reads it.
     """
-    return name == "replica_groups" and _MESH_BEFORE_DEVICE_IDS.fullmatch(value) is not None
+    return name == "replica_groups" and re.fullmatch(_MESH_BEFORE_DEVICE_IDS, value) is not None
 
 
 class WrittenAs(str):

@@ -32,9 +32,11 @@ class ElidedLiteralError(LiteralError):
 # elided constant) or an atom (a number, true/false, inf, nan...).
 # A NaN with a payload, ``-nan(0x7f)``, is one atom (XLA's lexer reads it as one decimal).
 _NAN_PAYLOAD = r"-?nan\(0x[0-9a-fA-F]+\)"
-_TOKEN = re.compile(r"(?:\s|/\*.*?\*/|//[^\n]*)*(?:(?P<punct>[{}(),])|(?P<ellipsis>\.\.\.)"
-                    r"|(?P<atom>" + _NAN_PAYLOAD + r"|(?:[^\s{}(),/.]|\.(?!\.\.)|/(?![*/]))+)"
-                    r"|(?P<bad>.)|$)", re.S)
+# The full tokenizer (comments, offsets, stray characters), for a literal with a comment and
+# for error messages only: compiled on first use through re's cache, not at start-up.
+_TOKEN = (r"(?:\s|/\*.*?\*/|//[^\n]*)*(?:(?P<punct>[{}(),])|(?P<ellipsis>\.\.\.)"
+          r"|(?P<atom>" + _NAN_PAYLOAD + r"|(?:[^\s{}(),/.]|\.(?!\.\.)|/(?![*/]))+)"
+          r"|(?P<bad>.)|$)")
 _FAST_TOKEN = re.compile(r"[{}(),]|\.\.\.|" + _NAN_PAYLOAD + r"|[^\s{}(),]+")
 _PUNCTUATION = {"{": "{", "}": "}", "(": "(", ")": ")", ",": ",", "...": "ellipsis"}
 _ELIDED = ("the constant is printed elided as {...}; its value is not in the text "
@@ -128,7 +130,7 @@ class _LiteralReader:
         self.text = text
         if "/" in text:
             self.tokens = []
-            for m in _TOKEN.finditer(text):
+            for m in re.finditer(_TOKEN, text, re.S):
                 kind = m.lastgroup
                 if kind == "bad":
                     raise LiteralError("unexpected character in literal", m.start(kind))
@@ -141,7 +143,7 @@ class _LiteralReader:
     def offset(self, index: int) -> int:
         if index >= len(self.tokens):
             return len(self.text)
-        found = [m.start(m.lastgroup) for m in _TOKEN.finditer(self.text)
+        found = [m.start(m.lastgroup) for m in re.finditer(_TOKEN, self.text, re.S)
                  if m.lastgroup not in (None, "bad")]
         return found[index] if index < len(found) else len(self.text)
 

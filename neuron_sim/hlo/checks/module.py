@@ -144,8 +144,9 @@ def check_result_accuracy(inst: HloInstruction) -> None:
         raise error_for(inst, f"result_accuracy={text} is not a mode or a tolerance") from None
 
 
-_ORIGIN_TOKEN = re.compile(r'\s*(?:(?P<punct>[(),])|\{\s*\}|(?P<leaf>\{\s*"(?:[^"\\]|\\.)*"'
-                           r'\s*(?:\{[^{}]*\}\s*)?\}))')
+# Compiled on first use (re's cache): few modules have an origin.
+_ORIGIN_TOKEN = (r'\s*(?:(?P<punct>[(),])|\{\s*\}|(?P<leaf>\{\s*"(?:[^"\\]|\\.)*"'
+                 r'\s*(?:\{[^{}]*\}\s*)?\}))')
 
 
 def _origin_leaves(text: str) -> tuple[set[tuple[int, ...]], bool] | None:
@@ -160,7 +161,7 @@ def _origin_leaves(text: str) -> tuple[set[tuple[int, ...]], bool] | None:
     given: set[tuple[int, ...]] = set()
     empty = False
     while at < len(inner.rstrip()):
-        match = _ORIGIN_TOKEN.match(inner, at)
+        match = re.compile(_ORIGIN_TOKEN).match(inner, at)
         if match is None:
             return None
         at = match.end()
