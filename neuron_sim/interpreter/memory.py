@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from neuron_sim.errors import UserError
+from neuron_sim.records import Record
 from neuron_sim.sizes import default_memory_limit, format_bytes
 from neuron_sim.hlo import HloComputation, HloInstruction, HloModule, Opcode
 from neuron_sim.hlo.opcodes import COLLECTIVE_OPCODES
@@ -49,11 +50,10 @@ class MemoryLimitExceeded(UserError):
     """A run would need more memory than the limit allows (nothing was allocated)."""
 
 
-class MemoryEstimate:
-    """The estimated peak bytes of one run on ``num_devices`` devices.
-
-    Read-only, equal and hashed by its two numbers, as a frozen dataclass would be; a plain
-    class because creating the dataclass cost every run's start-up more than the estimate."""
+class MemoryEstimate(Record):
+    """The estimated peak bytes of one run on ``num_devices`` devices. (A ``Record``, a frozen
+    dataclass's behaviour: every run creates the class, and the dataclass cost more than the
+    estimate.)"""
 
     __slots__ = ("peak_bytes", "num_devices")
 
@@ -61,26 +61,7 @@ class MemoryEstimate:
     num_devices: int
 
     def __init__(self, peak_bytes: int, num_devices: int) -> None:
-        object.__setattr__(self, "peak_bytes", peak_bytes)
-        object.__setattr__(self, "num_devices", num_devices)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r} of a MemoryEstimate")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r} of a MemoryEstimate")
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.peak_bytes, self.num_devices) == (other.peak_bytes,  # type: ignore
-                                                       other.num_devices)  # type: ignore
-
-    def __hash__(self) -> int:
-        return hash((self.peak_bytes, self.num_devices))
-
-    def __repr__(self) -> str:
-        return f"MemoryEstimate(peak_bytes={self.peak_bytes!r}, num_devices={self.num_devices!r})"
+        self._set(peak_bytes=peak_bytes, num_devices=num_devices)
 
     def __str__(self) -> str:
         count = self.num_devices

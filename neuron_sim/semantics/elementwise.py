@@ -39,6 +39,7 @@ import numpy as np
 from neuron_sim.conversions import convert_array, wrap_int
 from neuron_sim.hlo.dtypes import ElementType
 from neuron_sim.hlo.opcodes import Opcode
+from neuron_sim.records import Record
 from neuron_sim.semantics import float_kernels as fk
 from neuron_sim.semantics import int_kernels as ik
 from neuron_sim.semantics import z3_terms as zt
@@ -107,12 +108,11 @@ DIRECT_DTYPES: dict[Domain, tuple[np.dtype, ...]] = {Domain.FLOAT: (fk.F32, fk.F
                                                      Domain.INT: _WRAPPING_INTS}
 
 
-class ElementwiseDefinition:
+class ElementwiseDefinition(Record):
     """One elementwise op: its numpy kernels, z3 terms and symbolic facts (module docstring).
 
-    Read-only fields, compared and printed field by field, as a frozen dataclass would be; a
-    plain class with ``__slots__`` because creating the dataclass cost every start-up more
-    than building the whole table. ``direct`` is a ufunc, or a kernel taking ``out=``."""
+    A ``Record`` (a frozen dataclass's behaviour): creating the dataclass cost every start-up
+    more than building the whole table. ``direct`` is a ufunc, or a kernel taking ``out=``."""
 
     __slots__ = ("opcode", "form", "kernels", "terms", "commutative", "multiset", "exact_fold",
                  "direct", "direct_domains")
@@ -132,31 +132,10 @@ class ElementwiseDefinition:
                  multiset: bool = False, exact_fold: frozenset[Domain] = frozenset(),
                  direct: Callable[..., np.ndarray] | None = None,
                  direct_domains: tuple[Domain, ...] = ()) -> None:
-        values = (opcode, form, kernels, {} if terms is None else terms, commutative, multiset,
-                  exact_fold, direct, direct_domains)
-        for name, value in zip(self.__slots__, values):
-            object.__setattr__(self, name, value)
-
-    def _fields(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self.__slots__)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"cannot assign to field {name!r} of an ElementwiseDefinition")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r} of an ElementwiseDefinition")
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._fields() == other._fields()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
-        return f"ElementwiseDefinition({fields})"
+        self._set(opcode=opcode, form=form, kernels=kernels,
+                  terms={} if terms is None else terms, commutative=commutative,
+                  multiset=multiset, exact_fold=exact_fold, direct=direct,
+                  direct_domains=direct_domains)
 
     def numpy(self, *arrays: np.ndarray, **params: Any) -> np.ndarray:
         """The op on numpy arrays (broadcast together), by the family of its operands' type

@@ -4,6 +4,8 @@ by its two numbers, read-only, a repr naming both, and the sentence the limit er
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from neuron_sim.interpreter.memory import MemoryEstimate
@@ -20,9 +22,9 @@ def test_equal_and_hashed_by_its_numbers():
 
 def test_read_only():
     estimate = MemoryEstimate(100, 2)
-    with pytest.raises(AttributeError):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         estimate.peak_bytes = 5
-    with pytest.raises(AttributeError):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         del estimate.num_devices
     assert (estimate.peak_bytes, estimate.num_devices) == (100, 2)
 

@@ -15,7 +15,6 @@ rejected, and so are subgroup shardings XLA would normalize, when compared.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,6 +24,7 @@ from neuron_sim.hlo.checks.text import raw_text, split_top_level
 from neuron_sim.hlo.ir import HloInstruction, HloModule
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import ArrayShape, Shape, TupleShape
+from neuron_sim.records import Record
 
 _INTS = r"\[\s*(\d+(?:\s*,\s*\d+)*)\s*\]"
 _TILED = re.compile(r"devices=" + _INTS + r"\s*(?:<=" + _INTS + r"(?:\s*T\(([\d,\s]*)\))?"
@@ -32,18 +32,25 @@ _TILED = re.compile(r"devices=" + _INTS + r"\s*(?:<=" + _INTS + r"(?:\s*T\(([\d,
 _METADATA = re.compile(r"metadata=\{")
 
 
-@dataclass(frozen=True)
-class LeafSharding:
+class LeafSharding(Record):
     """One array's sharding: kind is replicated, maximal, manual, unknown or tiled; a tiled one
     has its tile dimensions, devices in tile order, and subgroup kinds (last_tile_dims, with
-    last_tile_dim_replicate as one "replicated")."""
+    last_tile_dim_replicate as one "replicated"). (A ``Record``: compared field by field.)"""
+
+    __slots__ = ("kind", "device", "dims", "devices", "subgroups", "grouped")
 
     kind: str
-    device: int | None = None
-    dims: tuple[int, ...] = ()
-    devices: tuple[int, ...] = ()
-    subgroups: tuple[str, ...] = ()
-    grouped: bool = False
+    device: int | None
+    dims: tuple[int, ...]
+    devices: tuple[int, ...]
+    subgroups: tuple[str, ...]
+    grouped: bool
+
+    def __init__(self, kind: str, device: int | None = None, dims: tuple[int, ...] = (),
+                 devices: tuple[int, ...] = (), subgroups: tuple[str, ...] = (),
+                 grouped: bool = False) -> None:
+        self._set(kind=kind, device=device, dims=dims, devices=devices, subgroups=subgroups,
+                  grouped=grouped)
 
     @property
     def data_rank(self) -> int:
@@ -114,12 +121,16 @@ def _leaf(text: str) -> LeafSharding | None:
                         grouped=grouped)
 
 
-@dataclass(frozen=True)
-class Sharding:
+class Sharding(Record):
     """A parsed ``sharding={...}``: one leaf sharding, or a tuple of them."""
+
+    __slots__ = ("leaves", "is_tuple")
 
     leaves: tuple[LeafSharding | None, ...]
     is_tuple: bool
+
+    def __init__(self, leaves: tuple[LeafSharding | None, ...], is_tuple: bool) -> None:
+        self._set(leaves=leaves, is_tuple=is_tuple)
 
 
 def parse_sharding(value: object) -> Sharding | None:
