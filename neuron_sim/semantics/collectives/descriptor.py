@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import Shape, TupleShape
+from neuron_sim.records import Record
 
 __all__ = ["CollectiveArgs", "CollectiveDescriptor", "Dependence", "GroupModeRow",
            "GroupReading", "MpiPattern", "ShapeRule", "ShapeRuleError", "ShardDirection",
@@ -105,21 +105,28 @@ ShapeRule = Callable[[Sequence[Shape], "int | None", int], Shape]
 """(operand shapes, dimension or None, group size) -> the synchronous result shape."""
 
 
-@dataclass(frozen=True)
-class CollectiveArgs:
+class CollectiveArgs(Record):
     """What a data function reads besides the operands, for one call.
 
     ``groups`` are ordered participant groups and ``pairs`` (source, target) pairs, both in row
     indices of the stacked operands; ``dim`` is the dimension (None when the kind has none, or
     for the tuple form of all-to-all); ``combine`` is the elementwise reduction (a
-    ``combine_many`` of tuples when ``variadic``), for the kinds that reduce.
+    ``combine_many`` of tuples when ``variadic``), for the kinds that reduce. (A ``Record``, as
+    the descriptor: a frozen dataclass's behaviour without the cost of creating one.)
     """
 
-    groups: Sequence[Sequence[int]] = ()
-    pairs: Sequence[tuple[int, int]] = ()
-    dim: int | None = None
-    combine: Callable[..., Any] | None = None
-    variadic: bool = False
+    __slots__ = ("groups", "pairs", "dim", "combine", "variadic")
+
+    groups: Sequence[Sequence[int]]
+    pairs: Sequence[tuple[int, int]]
+    dim: int | None
+    combine: Callable[..., Any] | None
+    variadic: bool
+
+    def __init__(self, groups: Sequence[Sequence[int]] = (),
+                 pairs: Sequence[tuple[int, int]] = (), dim: int | None = None,
+                 combine: Callable[..., Any] | None = None, variadic: bool = False) -> None:
+        self._set(groups=groups, pairs=pairs, dim=dim, combine=combine, variadic=variadic)
 
 
 Results = Callable[[Sequence[np.ndarray], CollectiveArgs], list[np.ndarray]]
@@ -130,8 +137,7 @@ GroupResult = Callable[[np.ndarray, Sequence[int], CollectiveArgs], np.ndarray]
 member of that group receives."""
 
 
-@dataclass(frozen=True)
-class CollectiveDescriptor:
+class CollectiveDescriptor(Record):
     """One collective kind: everything the layers need to know about it, in one place.
 
     Opcodes: ``sync`` is the synchronous opcode (the kind a transport runs); ``start`` and
@@ -164,7 +170,16 @@ class CollectiveDescriptor:
     DeviceAssignmentLegalization rewrites the sync op's groups or pairs to physical device ids
     (docs/passes.md: it refuses async starts, collective-broadcast and ragged-all-to-all), so
     whether a module may hold it with physical groups after that pass.
+
+    A ``neuron_sim.records.Record``: compared and hashed field by field and read-only, as a
+    frozen dataclass, whose creation cost every program with a collective about a millisecond.
     """
+
+    __slots__ = ("name", "sync", "group_reading", "group_mode_row", "shape_rule", "results",
+                 "dependence", "symbolic", "mpi_pattern", "start", "done", "start_form",
+                 "uniform_groups", "reduces", "scatters", "dimension_attribute", "tuple_form",
+                 "shard_direction", "group_result", "array_operands", "operand_roles",
+                 "index_operands", "unexecuted", "legalized")
 
     name: str
     sync: Opcode
@@ -175,26 +190,46 @@ class CollectiveDescriptor:
     dependence: Dependence
     symbolic: SymbolicForm
     mpi_pattern: MpiPattern | None
-    start: Opcode | None = None
-    done: Opcode | None = None
-    start_form: StartForm | None = None
-    uniform_groups: bool = True
-    reduces: bool = False
-    scatters: bool = False
-    dimension_attribute: str | None = None
-    tuple_form: bool = False
-    shard_direction: ShardDirection | None = None
-    group_result: GroupResult | None = None
-    array_operands: tuple[int, ...] | None = None
-    operand_roles: tuple[str, ...] = ()
-    index_operands: tuple[int, ...] = ()
-    unexecuted: Callable[[Any], "str | None"] | None = None
-    legalized: bool = False
+    start: Opcode | None
+    done: Opcode | None
+    start_form: StartForm | None
+    uniform_groups: bool
+    reduces: bool
+    scatters: bool
+    dimension_attribute: str | None
+    tuple_form: bool
+    shard_direction: ShardDirection | None
+    group_result: GroupResult | None
+    array_operands: tuple[int, ...] | None
+    operand_roles: tuple[str, ...]
+    index_operands: tuple[int, ...]
+    unexecuted: Callable[[Any], "str | None"] | None
+    legalized: bool
 
-    def __post_init__(self) -> None:
-        if (self.start is None) != (self.done is None) or \
-                (self.start is None) != (self.start_form is None):
-            raise ValueError(f"{self.name}: start, done and start_form go together")
+    def __init__(self, name: str, sync: Opcode, group_reading: GroupReading,
+                 group_mode_row: GroupModeRow, shape_rule: ShapeRule, results: Results | None,
+                 dependence: Dependence, symbolic: SymbolicForm,
+                 mpi_pattern: MpiPattern | None, start: Opcode | None = None,
+                 done: Opcode | None = None, start_form: StartForm | None = None,
+                 uniform_groups: bool = True, reduces: bool = False, scatters: bool = False,
+                 dimension_attribute: str | None = None, tuple_form: bool = False,
+                 shard_direction: ShardDirection | None = None,
+                 group_result: GroupResult | None = None,
+                 array_operands: tuple[int, ...] | None = None,
+                 operand_roles: tuple[str, ...] = (), index_operands: tuple[int, ...] = (),
+                 unexecuted: Callable[[Any], "str | None"] | None = None,
+                 legalized: bool = False) -> None:
+        self._set(name=name, sync=sync, group_reading=group_reading,
+                  group_mode_row=group_mode_row, shape_rule=shape_rule, results=results,
+                  dependence=dependence, symbolic=symbolic, mpi_pattern=mpi_pattern,
+                  start=start, done=done, start_form=start_form, uniform_groups=uniform_groups,
+                  reduces=reduces, scatters=scatters, dimension_attribute=dimension_attribute,
+                  tuple_form=tuple_form, shard_direction=shard_direction,
+                  group_result=group_result, array_operands=array_operands,
+                  operand_roles=operand_roles, index_operands=index_operands,
+                  unexecuted=unexecuted, legalized=legalized)
+        if (start is None) != (done is None) or (start is None) != (start_form is None):
+            raise ValueError(f"{name}: start, done and start_form go together")
 
     @property
     def opcodes(self) -> tuple[Opcode, ...]:
