@@ -6,7 +6,8 @@ A subclass of ``Record`` names its fields in ``__slots__`` (in order) and sets t
 ``__init__`` through ``_set``; it then behaves as a frozen dataclass of those fields: equal
 when of the same class with equal fields, hashed by them, printed as ``Name(field=value, ...)``,
 and assigning or deleting a field raises ``dataclasses.FrozenInstanceError``. No code is
-generated, so the class costs what a plain class costs.
+generated, so the class costs what a plain class costs. (Unlike a dataclass it has no
+``__match_args__`` and ``dataclasses.fields`` / ``replace`` do not apply to it.)
 """
 
 from __future__ import annotations

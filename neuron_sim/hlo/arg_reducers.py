@@ -21,23 +21,27 @@ commutative ``and`` / ``or`` / ``EQ`` and a compare written mirrored (``b LT a``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from neuron_sim.hlo.dtypes import Kind
 from neuron_sim.hlo.ir import HloComputation, HloInstruction
 from neuron_sim.hlo.opcodes import Opcode
 from neuron_sim.hlo.shapes import ArrayShape
+from neuron_sim.records import Record
 
 _MIRRORED = {"GT": "LT", "LT": "GT", "EQ": "EQ", "NE": "NE"}
 
 
-@dataclass(frozen=True)
-class ArgReducer:
+class ArgReducer(Record):
     """A recognised argmax (``direction="max"``) or argmin (``"min"``) comparator; ``nan_first``
-    when it keeps a NaN accumulator (the float form)."""
+    when it keeps a NaN accumulator (the float form). (A ``Record``: a frozen dataclass's
+    behaviour.)"""
+
+    __slots__ = ("direction", "nan_first")
 
     direction: str
     nan_first: bool
+
+    def __init__(self, direction: str, nan_first: bool) -> None:
+        self._set(direction=direction, nan_first=nan_first)
 
 
 def _param(inst: HloInstruction, number: int) -> bool:

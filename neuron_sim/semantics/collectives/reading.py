@@ -8,9 +8,9 @@ the peers are named.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from neuron_sim.records import Record
 from neuron_sim.semantics.collectives.descriptor import CollectiveDescriptor, GroupReading
 from neuron_sim.semantics.collectives.groups import (Groups, collective_descriptor,
                                                      flattened_pairs, rendezvous_groups)
@@ -19,17 +19,22 @@ from neuron_sim.topology import Topology
 __all__ = ["CollectiveReading", "read_collective"]
 
 
-@dataclass(frozen=True)
-class CollectiveReading:
+class CollectiveReading(Record):
     """A collective instruction on a topology: ``descriptor`` of its kind, ``groups`` (the
     rendezvous groups, flattened ids), ``pairs`` (flattened (source, target) pairs, for kinds
     read by source-target pairs) and ``dim`` (None when the kind has no dimension, or for the
-    tuple form of all-to-all)."""
+    tuple form of all-to-all). (A ``Record``: a frozen dataclass's behaviour.)"""
+
+    __slots__ = ("descriptor", "groups", "pairs", "dim")
 
     descriptor: CollectiveDescriptor
     groups: Groups
     pairs: tuple[tuple[int, int], ...]
     dim: int | None
+
+    def __init__(self, descriptor: CollectiveDescriptor, groups: Groups,
+                 pairs: tuple[tuple[int, int], ...], dim: int | None) -> None:
+        self._set(descriptor=descriptor, groups=groups, pairs=pairs, dim=dim)
 
 
 def read_collective(inst: Any, topology: Topology) -> CollectiveReading:
