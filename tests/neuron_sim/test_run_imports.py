@@ -37,6 +37,8 @@ NOT_FOR_ONE_OP = {
     "neuron_sim.semantics.collectives.kinds",
     "neuron_sim.semantics.collectives.reductions",
     "neuron_sim.semantics.collectives.movement",
+    # physical device groups: read for a collective's groups or pairs
+    "neuron_sim.physical_groups",
     # what a collective call carries (the transport seam alone is imported by the evaluator)
     "neuron_sim.interpreter.collective_calls",
     # the replica-group classes and the structured attribute values (slice, padding, window,

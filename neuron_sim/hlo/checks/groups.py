@@ -14,7 +14,6 @@ from __future__ import annotations
 from neuron_sim.errors import UserError
 from neuron_sim.hlo.ir import HloInstruction, HloModule
 from neuron_sim.hlo.opcodes import Opcode
-from neuron_sim.physical_groups import groups_are_physical
 from neuron_sim.topology import GroupMode, Topology, group_mode
 
 
@@ -46,7 +45,12 @@ def _collect(module: HloModule) -> _Constraints:
     for inst in module.instructions():
         pairs = inst.attrs.get("source_target_pairs")
         groups = inst.attrs.get("replica_groups")
-        if pairs is None and groups is None or groups_are_physical(inst):
+        if pairs is None and groups is None:
+            continue
+        # Imported by a module's first collective: a module without one never needs it.
+        from neuron_sim.physical_groups import groups_are_physical
+
+        if groups_are_physical(inst):
             continue
         try:
             mode = group_mode(inst.opcode.spelling, inst.channel_id is not None,
