@@ -5,7 +5,8 @@ method it generates separately), and every class a command imports is created at
 A subclass of ``Record`` names its fields in ``__slots__`` (in order) and sets them in its own
 ``__init__`` through ``_set``; it then behaves as a frozen dataclass of those fields: equal
 when of the same class with equal fields, hashed by them, printed as ``Name(field=value, ...)``,
-and assigning or deleting a field raises ``dataclasses.FrozenInstanceError``. No code is
+assigning or deleting a field raises ``dataclasses.FrozenInstanceError``, and ``copy``,
+``deepcopy`` and ``pickle`` rebuild it with its fields as they were. No code is
 generated, so the class costs what a plain class costs. (Unlike a dataclass it has no
 ``__match_args__`` and ``dataclasses.fields`` / ``replace`` do not apply to it.)
 """
@@ -28,6 +29,15 @@ class Record:
 
     def _fields(self) -> tuple[Any, ...]:
         return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return self._fields()
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        # copy, deepcopy and pickle rebuild a record as they rebuild a frozen dataclass: its
+        # fields set as they were, without ``__init__`` (nor its checks) running again.
+        for name, value in zip(self.__slots__, state):
+            object.__setattr__(self, name, value)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise FrozenInstanceError(f"cannot assign to field {name!r}")

@@ -68,3 +68,42 @@ def test_fields_refuse_change_as_the_frozen_dataclass():
         assert (target.x, target.y) == (1, 2)
     with pytest.raises(AttributeError):  # and no attribute outside the fields
         object.__setattr__(record, "z", 1)
+
+
+def test_copy_deepcopy_and_pickle_as_the_frozen_dataclass():
+    """Rebuilt with the fields as they were (no __init__ again), shallow or deep as for the
+    dataclass: a deep copy has its own list, a shallow one shares it."""
+    import copy
+    import pickle
+
+    shared = [1, 2]
+    point, record = _both(3, shared)
+    for original in (point, record):
+        shallow, deep = copy.copy(original), copy.deepcopy(original)
+        assert shallow == original and shallow is not original and shallow.y is shared
+        assert deep == original and deep.y is not shared
+        for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+            again = pickle.loads(pickle.dumps(original, protocol))
+            assert again == original and type(again) is type(original)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            deep.x = 1
+
+
+class Checked(Record):
+    """A record whose __init__ refuses what unpickling must not be asked again."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: int) -> None:
+        if value < 0:
+            raise ValueError("negative")
+        self._set(value=value * 2)
+
+
+def test_rebuilding_does_not_run_init_again():
+    import copy
+    import pickle
+
+    made = Checked(3)
+    assert made.value == 6
+    assert copy.deepcopy(made).value == 6 and pickle.loads(pickle.dumps(made)).value == 6
