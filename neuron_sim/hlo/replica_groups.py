@@ -22,6 +22,7 @@ import numpy as np
 
 from neuron_sim.hlo.int_lists import (IntGroups, IntListCursor, ReplicaGroupError,
                                       format_int_lists, parse_int_lists, read_int_lists)
+from neuron_sim.records import Record
 
 __all__ = ["IntGroups", "IotaReplicaGroups", "MeshAxisRef", "MeshReplicaGroups",
            "ReplicaGroupError", "ReplicaGroups", "SourceTargetPairs", "format_int_lists",
@@ -72,8 +73,7 @@ def _spell(values: tuple[int, ...]) -> str:
     return "[" + ",".join(map(str, values)) + "]"
 
 
-@dataclass(frozen=True)
-class IotaReplicaGroups:
+class IotaReplicaGroups(Record):
     """The compact form ``[G,S]<=[d0,d1,...]T(p0,p1,...)``.
 
     It stands for ``arange(prod(d)).reshape(d).transpose(p).reshape(G, S)``: row g is group g.
@@ -81,12 +81,21 @@ class IotaReplicaGroups:
     printer reproduces the parsed form.
     """
 
+    __slots__ = ("group_count", "group_size", "reshape_dims", "transpose_perm")
+
     group_count: int
     group_size: int
     reshape_dims: tuple[int, ...]
-    transpose_perm: tuple[int, ...] | None = None
+    transpose_perm: tuple[int, ...] | None
 
-    def __post_init__(self) -> None:
+    def __init__(self, group_count: int, group_size: int, reshape_dims: tuple[int, ...],
+                 transpose_perm: tuple[int, ...] | None = None) -> None:
+        self._set(group_count=group_count, group_size=group_size, reshape_dims=reshape_dims,
+                  transpose_perm=transpose_perm)
+        self._normalize()
+
+    def _normalize(self) -> None:
+        """Check the fields and store them normalized (plain ints and tuples)."""
         count = _as_int(self.group_count, "the iota group count")
         size = _as_int(self.group_size, "the iota group size")
         dims = tuple(_as_int(d, "an iota reshape dimension") for d in self.reshape_dims)
@@ -121,8 +130,7 @@ class IotaReplicaGroups:
 # Mesh-form replica groups (what the SPMD partitioner prints since JAX 0.10).
 
 
-@dataclass(frozen=True)
-class MeshAxisRef:
+class MeshAxisRef(Record):
     """One axis the groups of a mesh form run over: a whole mesh axis or one of its sub-axes.
 
     ``axis`` is the mesh axis index. A sub-axis ``name:(pre_size)size`` views the axis as
@@ -130,12 +138,20 @@ class MeshAxisRef:
     the text named the axis by its number, so the printer writes it back that way.
     """
 
-    axis: int
-    pre_size: int | None = None
-    size: int | None = None
-    by_index: bool = False
+    __slots__ = ("axis", "pre_size", "size", "by_index")
 
-    def __post_init__(self) -> None:
+    axis: int
+    pre_size: int | None
+    size: int | None
+    by_index: bool
+
+    def __init__(self, axis: int, pre_size: int | None = None, size: int | None = None,
+                 by_index: bool = False) -> None:
+        self._set(axis=axis, pre_size=pre_size, size=size, by_index=by_index)
+        self._normalize()
+
+    def _normalize(self) -> None:
+        """Check the fields and store them normalized (plain ints and tuples)."""
         object.__setattr__(self, "axis", _as_int(self.axis, "a mesh axis index"))
         if (self.pre_size is None) != (self.size is None):
             raise ReplicaGroupError("a mesh sub-axis needs both its pre-size and its size")
@@ -258,8 +274,7 @@ def _can_merge(a: MeshAxisRef, b: MeshAxisRef) -> bool:
     )
 
 
-@dataclass(frozen=True)
-class MeshReplicaGroups:
+class MeshReplicaGroups(Record):
     """The mesh form ``mesh['x'=4,'y'=2], device_ids=(...) {'x'}``.
 
     A mesh of named axes (``axis_names`` with ``axis_sizes``) holds the devices ``0..n-1``, in
@@ -272,15 +287,29 @@ class MeshReplicaGroups:
     were written in single quotes, so the printer reproduces the parsed text.
     """
 
+    __slots__ = ("axis_names", "axis_sizes", "group_axes", "device_list", "device_reshape",
+                 "device_perm", "quoted")
+
     axis_names: tuple[str, ...]
     axis_sizes: tuple[int, ...]
-    group_axes: tuple[MeshAxisRef, ...] = ()
-    device_list: tuple[int, ...] | None = None
-    device_reshape: tuple[int, ...] | None = None
-    device_perm: tuple[int, ...] | None = None
-    quoted: bool = True
+    group_axes: tuple[MeshAxisRef, ...]
+    device_list: tuple[int, ...] | None
+    device_reshape: tuple[int, ...] | None
+    device_perm: tuple[int, ...] | None
+    quoted: bool
 
-    def __post_init__(self) -> None:
+    def __init__(self, axis_names: tuple[str, ...], axis_sizes: tuple[int, ...],
+                 group_axes: tuple[MeshAxisRef, ...] = (),
+                 device_list: tuple[int, ...] | None = None,
+                 device_reshape: tuple[int, ...] | None = None,
+                 device_perm: tuple[int, ...] | None = None, quoted: bool = True) -> None:
+        self._set(axis_names=axis_names, axis_sizes=axis_sizes, group_axes=group_axes,
+                  device_list=device_list, device_reshape=device_reshape,
+                  device_perm=device_perm, quoted=quoted)
+        self._normalize()
+
+    def _normalize(self) -> None:
+        """Check the fields and store them normalized (plain ints and tuples)."""
         object.__setattr__(self, "axis_names", tuple(str(n) for n in self.axis_names))
         object.__setattr__(
             self, "axis_sizes", tuple(_as_int(s, "a mesh axis size") for s in self.axis_sizes)
@@ -702,17 +731,23 @@ ReplicaGroups.mesh = _ClassConstructor(_mesh)  # type: ignore[assignment]
 # Source-target pairs of collective-permute.
 
 
-@dataclass(frozen=True)
-class SourceTargetPairs:
+class SourceTargetPairs(Record):
     """The ``source_target_pairs`` attribute of collective-permute: ``{{0,1},{1,0}}``.
 
     Ids are replica ids (cross-replica) or partition ids (cross-partition). A device that is no
     pair's target receives zeros.
     """
 
-    pairs: tuple[tuple[int, int], ...] = ()
+    __slots__ = ("pairs",)
 
-    def __post_init__(self) -> None:
+    pairs: tuple[tuple[int, int], ...]
+
+    def __init__(self, pairs: tuple[tuple[int, int], ...] = ()) -> None:
+        self._set(pairs=pairs)
+        self._normalize()
+
+    def _normalize(self) -> None:
+        """Check the fields and store them normalized (plain ints and tuples)."""
         pairs = []
         for pair in self.pairs:
             pair = tuple(pair)
