@@ -141,6 +141,15 @@ def seconds(fn: Callable[[], Any], number: int = 1) -> float:
     return (time.perf_counter() - start) / number
 
 
+def seconds_and_cpu(fn: Callable[[], Any], number: int, cpu: list[float]) -> float:
+    """``seconds(fn, number)``, also appending the CPU time of one call (``process_time``,
+    which other processes' load does not inflate as it does wall time) to ``cpu``."""
+    start = time.process_time()
+    wall = seconds(fn, number)
+    cpu.append((time.process_time() - start) / number)
+    return wall
+
+
 def fresh_process_env(cache: Path) -> dict[str, str]:
     """The environment of a fresh ``neuron-sim`` process as an installed package starts: the
     repository on the path and its compiled bytecode kept (under ``cache``). pip compiles an
@@ -473,16 +482,21 @@ def bench_argmax(rounds: int) -> list[dict]:
             low = np.full([1] * (values.ndim - 1), -np.inf if direction == "max" else np.inf,
                           np.float32)
             zero = np.zeros_like(low, dtype=np.int32)
+            cpu: dict[str, list[float]] = {"module": [], "numpy": []}
             times = alternating({
-                "module": lambda: seconds(lambda: interpreter.execute(module, [x]), 50),
+                "module": lambda: seconds_and_cpu(
+                    lambda: interpreter.execute(module, [x]), 50, cpu["module"]),
                 "fold": lambda: seconds(lambda: fold_arg_reduce(
                     values, indices, low, zero, ArgReducer(direction, True), axis=1 + dim,
                     increasing=True, positions=True), 50),
-                "numpy": lambda: seconds(lambda: numpy_fn(x, axis=axis), 50)}, rounds)
+                "numpy": lambda: seconds_and_cpu(lambda: numpy_fn(x, axis=axis), 50,
+                                                 cpu["numpy"])}, rounds)
             records.append(goal(f"arg{direction} {label} (module) / numpy.arg{direction}",
                                 ratios(times["module"], times["numpy"]), 3.0,
                                 fold_only=statistics.median(ratios(times["fold"],
-                                                                   times["numpy"]))))
+                                                                   times["numpy"])),
+                                cpu_time_ratio=statistics.median(ratios(cpu["module"],
+                                                                        cpu["numpy"]))))
     per_device = (rng.integers(-8, 8, size=(8, 256, 1024)) / 2).astype(np.float32)
     for label, (shape, dim, out, axis) in cases.items():
         if axis == 0:
@@ -1062,9 +1076,10 @@ def _format(record: dict) -> str:
     if "median" in record:
         unit = record["unit"]
         verdict = "met" if record["met"] else "NOT met"
+        cpu = f"; CPU time {record['cpu_time_ratio']:.3g}x" if "cpu_time_ratio" in record else ""
         return (f"  {record['goal']}: {record['median']:.3g} {unit} "
                 f"[{record['min']:.3g} .. {record['max']:.3g}] "
-                f"(target {record['comparison']} {record['target']:g}; {verdict})")
+                f"(target {record['comparison']} {record['target']:g}; {verdict}{cpu})")
     if "pairs" in record:
         return f"  {record['goal']}:\n" + "\n".join(
             f"    {row['idiom']:<24} {row['devices']:>5} devices  {row['status']:<8} "
