@@ -466,7 +466,10 @@ class _PerFrame:
                 return values
             _read_only(values)
             if len(self.frames) >= self.FRAMES:
-                del self.frames[next(iter(self.frames))]
+                try:  # the oldest frame; another thread may have just removed it
+                    del self.frames[next(iter(self.frames))]
+                except (KeyError, RuntimeError, StopIteration):
+                    pass
             self.frames[key] = (inputs, values)
         self.last = (devices, topology, inputs, values)
         return values

@@ -187,3 +187,16 @@ ENTRY main {
     with pytest.raises(InterpreterError, match="partition-id inside a computation applied "
                                                "elementwise"):
         interpreter.run(module, [np.arange(3, dtype=np.int32)])
+
+
+def test_more_frames_than_are_kept_still_give_each_frames_values():
+    """Ten topologies 1xP (P = 1..10) in turn, twice: 3 * partition + 1 + x with x = 0 is
+    [1, 4, ..., 3P - 2] on each, whether its frame is kept or was let go for a newer one
+    (a plan keeps a few frames)."""
+    module = parse_module(AFFINE)
+    for _ in range(2):
+        for partitions in range(1, 11):
+            (out,) = interpreter.run(module, [np.int32(0)], Topology(1, partitions))
+            assert out.tolist() == [3 * p + 1 for p in range(partitions)]
+    framed = plan_for(module.entry).run.__globals__["FRAMED"]
+    assert len(framed.frames) <= framed.FRAMES
