@@ -17,11 +17,11 @@ creating them at start-up.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from neuron_sim.errors import UserError
 from neuron_sim.lazy import lazy_exports
+from neuron_sim.records import Record
 
 if TYPE_CHECKING:
     from neuron_sim.hlo.attribute_values import (ConvDimLabels, PadDim, SliceDim,
@@ -35,11 +35,16 @@ class AttributeSyntaxError(UserError):
         self.offset = offset
 
 
-@dataclass(frozen=True)
-class Raw:
-    """An attribute value kept exactly as written."""
+class Raw(Record):
+    """An attribute value kept exactly as written. (A ``neuron_sim.records.Record``: a frozen
+    dataclass's behaviour, without the cost of creating one at every start-up.)"""
+
+    __slots__ = ("text",)
 
     text: str
+
+    def __init__(self, text: str) -> None:
+        self._set(text=text)
 
     def __str__(self) -> str:
         return self.text
