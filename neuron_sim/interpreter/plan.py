@@ -37,7 +37,6 @@ from __future__ import annotations
 import functools
 import time
 from types import CodeType
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -58,33 +57,40 @@ from neuron_sim.interpreter.values import TOKEN, PerDevice, Replicated, TupleVal
 INLINE_LIMIT = 4000
 
 
-@dataclass
 class _Node:
     """One step of a plan before it is written out: ``inst`` computes variable ``out`` from the
-    variables ``ins`` (operand order)."""
+    variables ``ins`` (operand order). (A plain class: a dataclass would be created at every
+    start-up that imports the plans.)"""
 
-    inst: HloInstruction
-    out: int
-    ins: list[int]
-    kind: str  # "const", "tuple", "gte", "direct", "kernel", "movement", "bound", "array", ...
-    data: Any = None
-    group: int = -1  # direct ops: the group (run of consecutive direct ops) they belong to
-    donors: tuple[int, ...] = ()  # "donor" ops: operand positions it may write into
+    __slots__ = ("inst", "out", "ins", "kind", "data", "group", "donors")
+
+    def __init__(self, inst: HloInstruction, out: int, ins: list[int], kind: str,
+                 data: Any = None) -> None:
+        self.inst = inst
+        self.out = out
+        self.ins = ins
+        # "const", "tuple", "gte", "direct", "kernel", "movement", "bound", "array", ...
+        self.kind = kind
+        self.data = data
+        self.group = -1  # direct ops: the group (run of consecutive direct ops) they belong to
+        self.donors: tuple[int, ...] = ()  # "donor" ops: operand positions it may write into
 
 
-@dataclass
 class _Builder:
     """State while a computation (and what it inlines) is turned into nodes."""
 
-    nodes: list[_Node] = field(default_factory=list)
-    variables: int = 0
-    computed: set[int] = field(default_factory=set)  # variables computed by the plan itself
-    parameters: dict[int, HloInstruction] = field(default_factory=dict)  # var -> parameter
-    # Computations besides its own whose structure the plan was built from: the ones it
-    # inlines and those a bound op read (an argmax reduce's comparator).
-    read: list[HloComputation] = field(default_factory=list)
-    bound: list[tuple[HloInstruction, str, Any]] = field(default_factory=list)
-    counted: int = 0  # instructions the plan executes, as the walk counted them
+    __slots__ = ("nodes", "variables", "computed", "parameters", "read", "bound", "counted")
+
+    def __init__(self) -> None:
+        self.nodes: list[_Node] = []
+        self.variables = 0
+        self.computed: set[int] = set()  # variables computed by the plan itself
+        self.parameters: dict[int, HloInstruction] = {}  # var -> parameter
+        # Computations besides its own whose structure the plan was built from: the ones it
+        # inlines and those a bound op read (an argmax reduce's comparator).
+        self.read: list[HloComputation] = []
+        self.bound: list[tuple[HloInstruction, str, Any]] = []
+        self.counted = 0  # instructions the plan executes, as the walk counted them
 
     def variable(self) -> int:
         self.variables += 1
