@@ -65,6 +65,7 @@ with _starting():
                                      error_message, is_user_error)
     from neuron_sim.interrupts import watch_interrupts
     from neuron_sim.outputs import discard_pending_writes
+    from neuron_sim.process_end import end
 
 # The packages' subcommands, in help order: ``module:function``, the function that adds each to
 # the subparsers (one adding several adds them in this order), and the one-line help that
@@ -202,7 +203,18 @@ def _print_error(text: str, launch: tuple[int, int, str] | None) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``neuron-sim ARGV`` (None: this process's arguments, and the process is the
-    command's own) and return its exit code; errors become one line and a code here."""
+    command's own) and return its exit code; errors become one line and a code here. A process
+    of the command's own ends as soon as the command is over (``process_end.end``: what a
+    normal exit does that can be observed, without tearing the interpreter down), so ``main()``
+    does not return there."""
+    code = _command(argv)
+    if argv is None:
+        end(code)
+    return code
+
+
+def _command(argv: Sequence[str] | None) -> int:
+    """``main`` up to the end of the process: the command run, its exit code."""
     argv_given = argv is not None
     if not argv_given:  # the process is ours: Ctrl-C ends it within a second, even in z3
         watch_interrupts()
