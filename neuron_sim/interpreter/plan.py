@@ -284,9 +284,10 @@ def _row_bytes(inst: HloInstruction) -> int:
     return count * numpy_dtype(shape.element_type).itemsize
 
 
-def _groups(nodes: list[_Node], builder: _Builder, kept: set[int]) -> None:
+def _groups(nodes: list[_Node], builder: _Builder, kept: set[int], boundary: int = 0) -> None:
     """Give each run of consecutive elementwise ops (direct ufuncs and bound kernels) a group
-    number; a direct op that may write into
+    number, no run crossing position ``boundary`` (the end of the device ids' block); a
+    direct op that may write into
     a dead operand computed by a step that is not a direct op becomes a "donor" step of its
     own (the evaluator's call decides, by reference counts, whether it does)."""
     shape_of = {node.out: node.inst.shape for node in nodes}
@@ -310,9 +311,9 @@ def _groups(nodes: list[_Node], builder: _Builder, kept: set[int]) -> None:
             node.kind, node.donors = "donor", donors
     group = -1
     previous_direct = False
-    for node in nodes:
+    for position, node in enumerate(nodes):
         if node.kind in _GROUPED:
-            if not previous_direct:
+            if not previous_direct or position == boundary:
                 group += 1
             node.group = group
             previous_direct = True
@@ -345,27 +346,25 @@ def _write(computation: HloComputation, builder: _Builder, root: int
         targets = "".join(f"v{v}, " for v in kept)  # none when every folded value is dead
         prologue.append(f"{targets}= KEPT.get(ev, frame, dl)" if targets else
                         "KEPT.get(ev, frame, dl)")
+    framed = None
     if per_frame:
-        used = {v for n in nodes if n.out not in per_frame for v in n.ins} | {root}
+        # Written in the plan's own function, first, in a block that runs only when the frame's
+        # values are not kept yet (``_PerFrame``): a function of their own would cost a second
+        # compile, which most plans, run a few times, never win back.
         frame_nodes = [n for n in nodes if n.out in per_frame]
-        nodes = [n for n in nodes if n.out not in per_frame]
+        rest = [n for n in nodes if n.out not in per_frame]
+        used = {v for n in rest for v in n.ins} | {root}
         results = [n.out for n in frame_nodes if n.out in used]
         inputs = list(dict.fromkeys(v for n in frame_nodes for v in n.ins
-                                    if v not in per_frame))  # kept values it reads
-        source, namespace = _write_function(
-            computation, frame_nodes, builder, results,
-            {var: position for position, var in enumerate(inputs)}, None, [], {}, set(inputs))
-        exec(_compiled(source, "<device constants>"),  # noqa: S102
-             namespace)
-        extra["FRAMED"] = _PerFrame(namespace["run"])
-        targets = "".join(f"v{v}, " for v in results)
-        call = f"FRAMED.get(ev, frame, dl, ({''.join(f'v{v}, ' for v in inputs)}))"
-        prologue.append(f"{targets}= {call}" if targets else call)
+                                    if v not in per_frame))  # kept values they read
+        extra["FRAMED"] = _PerFrame()
+        nodes = frame_nodes + rest
+        framed = (len(frame_nodes), inputs, results)
         kept = kept + results
     return _write_function(computation, nodes, builder, [root],
                            {var: inst.parameter_number
                             for var, inst in builder.parameters.items()},
-                           builder.counted, prologue, extra, set(kept))
+                           builder.counted, prologue, extra, set(kept), framed)
 
 
 # Ops whose result on constants is a constant: kept between runs (``_Kept``).
@@ -438,47 +437,56 @@ def _read_only(values: tuple) -> None:
 class _PerFrame:
     """The values a plan computes from constants and the device ids alone (``_foldable``),
     kept per frame: the rows' device ids and the topology's replica and partition counts are
-    all that the id ops read. The last frame is recognised by identity (a while loop's body
+    all that the id ops read. The plan asks ``find`` and, when nothing is kept, computes them
+    and hands them to ``keep``. The last frame is recognised by identity (a while loop's body
     runs for one frame on every iteration), the others by their ids' bytes; a few frames are
     kept (the branches of a device-dependent conditional run for subsets of the rows), and
     values larger than ``PER_FRAME_MAX_BYTES`` are computed on every run instead of being held
     after it. Kept arrays are read-only, as ``_Kept``'s."""
 
-    __slots__ = ("fold", "frames", "last")
+    __slots__ = ("frames", "last")
 
     FRAMES = 8
 
-    def __init__(self, fold: Callable) -> None:
-        self.fold = fold
+    def __init__(self) -> None:
         self.frames: dict[tuple, tuple[tuple, tuple]] = {}
         self.last: tuple | None = None
 
-    def get(self, evaluator: Any, frame: Any, deadline: Any, inputs: tuple) -> tuple:
+    def find(self, evaluator: Any, frame: Any, inputs: tuple) -> tuple | None:
+        """The values kept for this frame and these kept inputs, or None."""
         devices = frame.devices
         if devices is None:  # rows of elements: the id ops report that they have no device
-            return self.fold(evaluator, frame, inputs, deadline)
+            return None
         topology = evaluator.topology
         last = self.last
         if last is not None and last[0] is devices and last[1] is topology and \
                 _same_objects(last[2], inputs):
             return last[3]
-        key = (topology.replica_count, topology.num_partitions, devices.tobytes())
-        entry = self.frames.get(key)
-        if entry is not None and _same_objects(entry[0], inputs):
-            values = entry[1]
-        else:
-            values = self.fold(evaluator, frame, inputs, deadline)
-            if sum(_nbytes(v) for v in values) > PER_FRAME_MAX_BYTES:
-                return values
-            _read_only(values)
-            if len(self.frames) >= self.FRAMES:
-                try:  # the oldest frame; another thread may have just removed it
-                    del self.frames[next(iter(self.frames))]
-                except (KeyError, RuntimeError, StopIteration):
-                    pass
-            self.frames[key] = (inputs, values)
+        entry = self.frames.get(_frame_key(topology, devices))
+        if entry is None or not _same_objects(entry[0], inputs):
+            return None
+        self.last = (devices, topology, inputs, entry[1])
+        return entry[1]
+
+    def keep(self, evaluator: Any, frame: Any, inputs: tuple, values: tuple) -> tuple:
+        """Keep ``values``, just computed for this frame (unless too large); returns them."""
+        devices = frame.devices
+        if devices is None or sum(_nbytes(v) for v in values) > PER_FRAME_MAX_BYTES:
+            return values
+        _read_only(values)
+        if len(self.frames) >= self.FRAMES:
+            try:  # the oldest frame; another thread may have just removed it
+                del self.frames[next(iter(self.frames))]
+            except (KeyError, RuntimeError, StopIteration):
+                pass
+        topology = evaluator.topology
+        self.frames[_frame_key(topology, devices)] = (inputs, values)
         self.last = (devices, topology, inputs, values)
         return values
+
+
+def _frame_key(topology: Any, devices: np.ndarray) -> tuple:
+    return (topology.replica_count, topology.num_partitions, devices.tobytes())
 
 
 # Values computed from the device ids held between runs, at most this many bytes per frame.
@@ -500,12 +508,14 @@ def _nbytes(value: Any) -> int:
 def _write_function(computation: HloComputation, nodes: list[_Node], builder: _Builder,
                     returns: list[int], parameters: dict[int, int],
                     counted: int | None, prologue: list[str], extra: dict[str, Any],
-                    kept: set[int]) -> tuple[str, dict[str, Any]]:
+                    kept: set[int], framed: tuple[int, list[int], list[int]] | None = None
+                    ) -> tuple[str, dict[str, Any]]:
     """Source of ``run(ev, frame, args, dl)`` executing ``nodes`` and returning the variable
     ``returns[0]`` (with ``counted``: the plan, counting its instructions), or the tuple of
-    ``returns`` (without: a folded part, ``_Kept``'s or ``_PerFrame``'s, whose ``parameters``
-    map the kept values it reads to positions of ``args``)."""
-    _groups(nodes, builder, kept)
+    ``returns`` (without: the constants' part, ``_Kept``'s). ``framed``: the first ``count``
+    nodes compute the values of the device ids (``_PerFrame``), from the kept ``inputs`` to
+    the ``results`` the rest reads; they run only when those are not kept for the frame."""
+    _groups(nodes, builder, kept, framed[0] if framed else 0)
     namespace: dict[str, Any] = {
         "R": Replicated, "P": PerDevice, "TV": TupleValue, "TOKEN": TOKEN, "ndarray": np.ndarray,
         "asarray": np.asarray, "mono": time.monotonic, "InterpreterError": InterpreterError,
@@ -558,21 +568,24 @@ def _write_function(computation: HloComputation, nodes: list[_Node], builder: _B
     add("    try:")
     body: list[str] = []
     position = 0
-    while position < len(nodes):
-        node = nodes[position]
-        if node.kind in _GROUPED:
-            end = position
-            while end < len(nodes) and nodes[end].kind in _GROUPED and \
-                    nodes[end].group == node.group:
-                end += 1
-            _write_group(body, namespace, nodes, position, end, builder, last_use,
-                         needed_as_value, dead_after)
-            position = end
-            continue
-        _write_step(body, namespace, node, position, builder, last_use)
-        for var in dead_after.get(position, ()):
-            body.append(f"del v{var}")
-        position += 1
+    if framed:
+        count, inputs, results = framed
+        kept_inputs = "(" + "".join(f"v{v}, " for v in inputs) + ")"
+        targets = "".join(f"v{v}, " for v in results)  # none when every such value is dead
+        # The inputs are held from the start: the block deletes each at its last use.
+        body.append(f"fi = {kept_inputs}")
+        body.append("f = FRAMED.find(ev, frame, fi)")
+        body.append("if f is None:")
+        block: list[str] = []
+        position = _write_steps(block, namespace, nodes, 0, count, builder, last_use,
+                                needed_as_value, dead_after)
+        block.append(f"f = FRAMED.keep(ev, frame, fi, ({targets}))")
+        body.extend("    " + line for line in block)
+        if targets:
+            body.append(f"{targets}= f")
+        body.append("del f, fi")
+    _write_steps(body, namespace, nodes, position, len(nodes), builder, last_use,
+                 needed_as_value, dead_after)
     lines.extend("        " + line for line in body)
     add("    except InterpreterError as error:")
     add("        if s >= 0: error.attach(INSTS[s])")
@@ -585,6 +598,30 @@ def _write_function(computation: HloComputation, nodes: list[_Node], builder: _B
     add("        raise ExecutionError.wrapping(error, INSTS[s]) from error")
     add(f"    return {result}")
     return "\n".join(lines) + "\n", namespace
+
+
+def _write_steps(body: list[str], namespace: dict[str, Any], nodes: list[_Node], start: int,
+                 end: int, builder: _Builder, last_use: dict[int, int],
+                 needed_as_value: set[int], dead_after: dict[int, list[int]]) -> int:
+    """The source of ``nodes[start:end]`` (groups of elementwise ops as one run); returns
+    ``end``."""
+    position = start
+    while position < end:
+        node = nodes[position]
+        if node.kind in _GROUPED:
+            stop = position
+            while stop < end and nodes[stop].kind in _GROUPED and \
+                    nodes[stop].group == node.group:
+                stop += 1
+            _write_group(body, namespace, nodes, position, stop, builder, last_use,
+                         needed_as_value, dead_after)
+            position = stop
+            continue
+        _write_step(body, namespace, node, position, builder, last_use)
+        for var in dead_after.get(position, ()):
+            body.append(f"del v{var}")
+        position += 1
+    return end
 
 
 def _check(body: list[str], position: int) -> None:
