@@ -99,9 +99,7 @@ class Evaluator:
         if facts.call_depth > MAX_CALL_DEPTH:
             require_call_depth(module)
         self.module = module
-        ambient = _AMBIENT_DEADLINE.get()
-        self.deadline = deadline if ambient is None else \
-            ambient if deadline is None else earliest(deadline, ambient)
+        self.deadline = earliest(deadline, _AMBIENT_DEADLINE.get())
         self.topology = topology
         self.transport = transport
         self.seed = 0 if seed is None else int(seed)

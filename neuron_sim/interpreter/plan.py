@@ -50,7 +50,8 @@ from neuron_sim.interpreter.errors import ExecutionError, InterpreterError, Unim
 from neuron_sim.interpreter.ops import REGISTRY
 from neuron_sim.interpreter.ops.elementwise import bound_kernel, direct_ufunc, not_defined
 from neuron_sim.interpreter.ops.shape import bound_movement
-from neuron_sim.interpreter.values import TOKEN, PerDevice, Replicated, TupleValue, numpy_dtype
+from neuron_sim.interpreter.values import (TOKEN, PerDevice, Replicated, TupleValue, leaves,
+                                           numpy_dtype)
 
 # Inlining stops growing a plan past this many steps (a call tree of huge fusions is then
 # called instead of copied).
@@ -361,9 +362,7 @@ def _write(computation: HloComputation, builder: _Builder, root: int
         nodes = frame_nodes + rest
         framed = (len(frame_nodes), inputs, results)
         kept = kept + results
-    return _write_function(computation, nodes, builder, [root],
-                           {var: inst.parameter_number
-                            for var, inst in builder.parameters.items()},
+    return _write_function(computation, nodes, builder, [root], builder.parameters,
                            builder.counted, prologue, extra, set(kept), framed)
 
 
@@ -498,15 +497,12 @@ def _same_objects(a: tuple, b: tuple) -> bool:
 
 
 def _nbytes(value: Any) -> int:
-    if type(value) in (Replicated, PerDevice):
-        return value.array.nbytes
-    if type(value) is TupleValue:
-        return sum(_nbytes(e) for e in value.elements)
-    return 0
+    return sum(leaf.array.nbytes for leaf in leaves(value)
+               if type(leaf) in (Replicated, PerDevice))
 
 
 def _write_function(computation: HloComputation, nodes: list[_Node], builder: _Builder,
-                    returns: list[int], parameters: dict[int, int],
+                    returns: list[int], parameters: dict[int, HloInstruction],
                     counted: int | None, prologue: list[str], extra: dict[str, Any],
                     kept: set[int], framed: tuple[int, list[int], list[int]] | None = None
                     ) -> tuple[str, dict[str, Any]]:
@@ -546,13 +542,13 @@ def _write_function(computation: HloComputation, nodes: list[_Node], builder: _B
         if var not in returns:
             dead_after.setdefault(position, []).append(var)
 
-    parameter_count = 1 + max(parameters.values(), default=-1)
+    parameter_count = 1 + max((p.parameter_number for p in parameters.values()), default=-1)
     lines = ["def run(ev, frame, args, dl):"]
     add = lines.append
     if parameter_count:
         add(f"    if len(args) < {parameter_count}: params_error(COMP, args)")
-    for var, number in parameters.items():
-        add(f"    v{var} = args[{number}]")
+    for var, inst in parameters.items():
+        add(f"    v{var} = args[{inst.parameter_number}]")
     if counted is not None:
         add(f"    ev.instructions_executed += {counted}")
         add(f"    if frame.devices is not None: ev.device_instructions += {counted} * frame.n")
@@ -577,8 +573,9 @@ def _write_function(computation: HloComputation, nodes: list[_Node], builder: _B
         body.append("f = FRAMED.find(ev, frame, fi)")
         body.append("if f is None:")
         block: list[str] = []
-        position = _write_steps(block, namespace, nodes, 0, count, builder, last_use,
-                                needed_as_value, dead_after)
+        _write_steps(block, namespace, nodes, 0, count, builder, last_use, needed_as_value,
+                     dead_after)
+        position = count
         block.append(f"f = FRAMED.keep(ev, frame, fi, ({targets}))")
         body.extend("    " + line for line in block)
         if targets:
@@ -602,9 +599,8 @@ def _write_function(computation: HloComputation, nodes: list[_Node], builder: _B
 
 def _write_steps(body: list[str], namespace: dict[str, Any], nodes: list[_Node], start: int,
                  end: int, builder: _Builder, last_use: dict[int, int],
-                 needed_as_value: set[int], dead_after: dict[int, list[int]]) -> int:
-    """The source of ``nodes[start:end]`` (groups of elementwise ops as one run); returns
-    ``end``."""
+                 needed_as_value: set[int], dead_after: dict[int, list[int]]) -> None:
+    """The source of ``nodes[start:end]`` (groups of elementwise ops as one run)."""
     position = start
     while position < end:
         node = nodes[position]
@@ -621,7 +617,6 @@ def _write_steps(body: list[str], namespace: dict[str, Any], nodes: list[_Node],
         for var in dead_after.get(position, ()):
             body.append(f"del v{var}")
         position += 1
-    return end
 
 
 def _check(body: list[str], position: int) -> None:

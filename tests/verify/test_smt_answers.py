@@ -84,13 +84,8 @@ def test_a_timeout_answers_only_a_query_with_no_more_time():
         assert answers.recall([key], 10_000) == Remembered("unsat", 0, "")
 
 
-def test_the_second_topology_asks_z3_nothing_it_proved_on_the_first(monkeypatch):
-    """select(p == q, p, q) is q for every input (where p == q the select gives p, which has
-    q's bits; elsewhere q), so the rewrite to q is exact; each device's pair is the same
-    formula on its own p and q. On 1x4 z3 is asked once (one class); on 1x8 the pairs are
-    that formula again up to renaming: no query, and still proved for all inputs."""
-    source = parse_module(SELECT_SOURCE)
-    target = parse_module(SELECT_TARGET)
+def _count_queries(monkeypatch) -> list:
+    """The formulas z3 is asked from now on (``smt._check`` still answers them)."""
     asked = []
     real = smt._check
 
@@ -99,6 +94,17 @@ def test_the_second_topology_asks_z3_nothing_it_proved_on_the_first(monkeypatch)
         return real(formula, timeout_ms)
 
     monkeypatch.setattr(smt, "_check", counting)
+    return asked
+
+
+def test_the_second_topology_asks_z3_nothing_it_proved_on_the_first(monkeypatch):
+    """select(p == q, p, q) is q for every input (where p == q the select gives p, which has
+    q's bits; elsewhere q), so the rewrite to q is exact; each device's pair is the same
+    formula on its own p and q. On 1x4 z3 is asked once (one class); on 1x8 the pairs are
+    that formula again up to renaming: no query, and still proved for all inputs."""
+    source = parse_module(SELECT_SOURCE)
+    target = parse_module(SELECT_TARGET)
+    asked = _count_queries(monkeypatch)
     result = check_modules(source, target, ["1x4", "1x8"], VerifyOptions(minimize=False))
     assert result.status is Status.CORRECT and result.proof == "all-inputs", result.notes
     assert [t.proof for t in result.topology_results] == ["all-inputs", "all-inputs"]
@@ -159,14 +165,7 @@ def test_pairs_equal_up_to_renaming_are_one_class_however_z3_would_order_them(mo
 
     path = Path(__file__).resolve().parents[1] / "data" / "passes" / "cleanup_io" / \
         "movement_flat.hlo"
-    asked = []
-    real = smt._check
-
-    def counting(formula, timeout_ms):
-        asked.append(formula)
-        return real(formula, timeout_ms)
-
-    monkeypatch.setattr(smt, "_check", counting)
+    asked = _count_queries(monkeypatch)
     result = check_pass(parse_module_file(str(path)), "aws_neuron_rewrite_module_dtype",
                         ["1x1"], VerifyOptions(minimize=False))
     assert result.status is Status.CORRECT and result.proof == "all-inputs", result.notes
