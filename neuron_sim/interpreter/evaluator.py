@@ -33,6 +33,7 @@ from neuron_sim.topology import Topology
 
 from neuron_sim.interpreter.context import Frame, OpContext, wrap_result
 from neuron_sim.interpreter.errors import ExecutionError, ExecutionTimeout, InterpreterError, Unimplemented
+from neuron_sim.interpreter.float_errors import ignore_float_errors, restore_float_errors
 from neuron_sim.interpreter.limits import MAX_CALL_DEPTH, require_call_depth
 from neuron_sim.interpreter.module_facts import ModuleFacts, facts_of
 from neuron_sim.interpreter.ops import REGISTRY
@@ -118,8 +119,11 @@ class Evaluator:
         """Evaluate the entry computation for ``devices`` (default: every device)."""
         if devices is None:
             devices = self.topology.flattened_ids
-        with np.errstate(all="ignore"):  # wrap-around and inf/NaN are semantics, not warnings
+        token = ignore_float_errors()  # wrap-around and inf/NaN are semantics, not warnings
+        try:
             return compacted(self.evaluate(self.module.entry, args, Frame(devices)))
+        finally:
+            restore_float_errors(token)
 
     def evaluate(self, computation: HloComputation, args: Sequence[Value], frame: Frame
                  ) -> Value:
