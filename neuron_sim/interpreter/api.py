@@ -19,7 +19,7 @@ from neuron_sim.interpreter.evaluator import Deadline, Evaluator
 from neuron_sim.interpreter.errors import Unimplemented
 from neuron_sim.interpreter.memory import require_memory
 from neuron_sim.interpreter.module_facts import ModuleFacts, facts_of
-from neuron_sim.interpreter.values import Value, leaves, output_rows
+from neuron_sim.interpreter.values import TupleValue, Value, leaves, output_rows
 
 __all__ = ["RunResult", "execute", "run"]
 
@@ -130,7 +130,7 @@ def execute(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] |
     evaluator = Evaluator(module, topology, make_transport(backend, topology.num_devices), seed,
                           deadline, facts=facts)
     result = evaluator.run_entry(args, rows)
-    values = list(leaves(result))
+    values = list(leaves(result)) if type(result) is TupleValue else [result]
     outputs = _owned_outputs([output_rows(v, num_devices) for v in values])
     return RunResult(outputs, values, topology, evaluator.instructions_executed,
                      evaluator.device_instructions)

@@ -106,7 +106,7 @@ def wrap_array(result: Any, replicated: bool, n: int, dtype: np.dtype,
     one row for replicated operands, else ``n`` rows (a single row broadcast to them). The
     plans call it with the dtype and dims they bound; ``wrap_result`` with the HLO shape's."""
     array = result if type(result) is np.ndarray else np.asarray(result)
-    if array.dtype != dtype:
+    if array.dtype is not dtype and array.dtype != dtype:  # numpy's own dtypes are singletons
         array = array.astype(dtype)
     rows_shape = array.shape
     if rows_shape[1:] != tuple(dims) or len(rows_shape) != len(dims) + 1:

@@ -679,7 +679,7 @@ def _write_step(body: list[str], namespace: dict[str, Any], node: _Node, positio
         for k, (dtype, dims) in enumerate(leaves):
             namespace[f"T{i}_{k}"] = dtype
             namespace[f"S{i}_{k}"] = dims
-        body.append(f"r, rep = unbatched([{ins}])")
+        _write_operands(body, node.ins)
         if is_tuple:
             body.append(f"o = F{i}(*r)")
             body.append(f"if len(o) != {len(leaves)}: o = wrong_count(o, {len(leaves)})")
@@ -694,6 +694,20 @@ def _write_step(body: list[str], namespace: dict[str, Any], node: _Node, positio
         body.append(f"r, rep = unbatched([{ins}])")
         body.append(f"{out} = wrap_any(INSTS[{i}], F{i}(OpContext(ev, INSTS[{i}], frame), "
                     f"*r), rep, n)")
+
+
+def _write_operands(body: list[str], variables: list[int]) -> None:
+    """``r, rep = unbatched([...])`` of a bound op's operands, with the values held once (a
+    reduce's operands and inits are often all replicated) taken without the call: their
+    arrays with a row axis, in one tuple."""
+    names = [f"v{v}" for v in variables]
+    if not names:
+        body.append("r, rep = [], True")
+        return
+    held_once = " and ".join(f"type({name}) is R" for name in names)
+    rows = "".join(f"{name}.array[None], " for name in names)
+    body.append(f"if {held_once}: r = ({rows}); rep = True")
+    body.append(f"else: r, rep = unbatched([{', '.join(names)}])")
 
 
 def _write_group(body: list[str], namespace: dict[str, Any], nodes: list[_Node], start: int,
