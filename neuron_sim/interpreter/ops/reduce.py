@@ -211,8 +211,7 @@ def _fold_increasing(values: np.ndarray, indices: np.ndarray, init_value: np.nda
     value = _take(values, position, axis)
     index = position.astype(indices.dtype) if positions else _take(indices, position, axis)
     if init_value.size == 1 and init_index.size == 1 and init_value.ndim <= value.ndim:
-        return _init_once(values, value, index, init_value.reshape(()),
-                          init_index.reshape(()), largest, axis)
+        return _init_once(values, value, index, init_value, init_index, largest, axis)
     with np.errstate(invalid="ignore"):
         row_nan = np.isnan(value)
         better = (init_value > value) if largest else (init_value < value)
@@ -268,14 +267,16 @@ def _init_once(values: np.ndarray, value: np.ndarray, index: np.ndarray, init_va
                init_index: np.ndarray, largest: bool, axis: int
                ) -> tuple[np.ndarray, np.ndarray]:
     """The end of ``_fold_increasing`` for one init pair (JAX's: -inf / +inf or the type's
-    lowest / highest, and 0), given the elements' winner ``value`` / ``index`` per row (new
-    arrays, modified here): the same rules, each checked with one comparison on the result
-    instead of whole-row masks, so that an init that never wins costs nothing."""
+    lowest / highest, and 0; each an array of one element), given the elements' winner
+    ``value`` / ``index`` per row (new arrays, modified here): the same rules, each checked
+    with one comparison on the result instead of whole-row masks, so that an init that never
+    wins costs nothing."""
     kind = values.dtype.kind
     native = kind in "fiu"  # numpy's own types: compared as exact Python numbers
-    start = init_value.item() if native else init_value
+    start = init_value.item() if native else init_value.reshape(())
     if start != start:  # a NaN init is kept whatever follows
-        return np.full(value.shape, init_value), np.full(index.shape, init_index)
+        return (np.full(value.shape, init_value.reshape(())),
+                np.full(index.shape, init_index.reshape(())))
     if native and value.size:
         # The common case in one reduction: every winner that is not a NaN is on the far side
         # of the init and of zero (argmax of data whose row maxima are positive, argmin of
@@ -285,6 +286,7 @@ def _init_once(values: np.ndarray, value: np.ndarray, index: np.ndarray, init_va
         if (nearest > start if largest else nearest < start) and \
                 (kind != "f" or (nearest > 0 if largest else nearest < 0)):
             return value, index
+    init_value, init_index = init_value.reshape(()), init_index.reshape(())
     if kind not in "iu":  # signed zeros
         zero = value == 0
         if np.count_nonzero(zero):
