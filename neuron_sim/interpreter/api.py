@@ -19,7 +19,7 @@ from neuron_sim.interpreter.evaluator import Deadline, Evaluator
 from neuron_sim.interpreter.errors import Unimplemented
 from neuron_sim.interpreter.memory import require_memory
 from neuron_sim.interpreter.module_facts import ModuleFacts, facts_of
-from neuron_sim.interpreter.values import TupleValue, Value, leaves, output_rows
+from neuron_sim.interpreter.values import Replicated, TupleValue, Value, leaves, output_rows
 
 __all__ = ["RunResult", "execute", "run"]
 
@@ -62,14 +62,21 @@ def run(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] | Non
                    max_memory=max_memory).outputs
 
 
-def _owned_outputs(rows: list[np.ndarray]) -> list[np.ndarray]:
-    """The output arrays, each one the caller may write to without touching anything else: an
-    array the run computed (owning its data, writable) is handed over as it is; a view (of an
-    input, of a value held once, of another output) or a repeated array is copied. The leaves
-    in ``RunResult.values`` may share data with the outputs."""
+def _owned_outputs(values: list[Value], n: int) -> list[np.ndarray]:
+    """The result leaves as ``[n, *shape]`` arrays, each one the caller may write to without
+    touching anything else: an array the run computed (owning its data, writable) is handed
+    over as it is; a view (of an input, of a value held once, of another output), a repeated
+    array and a value held once are copied (a value held once straight into its rows). The
+    leaves in ``RunResult.values`` may share data with the outputs."""
     outputs: list[np.ndarray] = []
     seen: set[int] = set()
-    for array in rows:
+    for value in values:
+        if type(value) is Replicated:
+            array = value.array
+            outputs.append(array[None].copy() if n == 1 else
+                           np.array(np.broadcast_to(array, (n, *array.shape))))
+            continue
+        array = output_rows(value, n)
         owned = array.flags.owndata and array.flags.writeable and id(array) not in seen
         seen.add(id(array))
         outputs.append(array if owned else np.array(array, copy=True))
@@ -131,6 +138,6 @@ def execute(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] |
                           deadline, facts=facts)
     result = evaluator.run_entry(args, rows)
     values = list(leaves(result)) if type(result) is TupleValue else [result]
-    outputs = _owned_outputs([output_rows(v, num_devices) for v in values])
+    outputs = _owned_outputs(values, num_devices)
     return RunResult(outputs, values, topology, evaluator.instructions_executed,
                      evaluator.device_instructions)

@@ -85,7 +85,7 @@ def given_arrays(inputs: Sequence[Any], signature: Sequence[tuple[np.dtype, tupl
         return None
     values: list[Value] = []
     for array, (dtype, dims) in zip(inputs, signature):
-        if type(array) is not np.ndarray or array.dtype != dtype:
+        if type(array) is not np.ndarray or (array.dtype is not dtype and array.dtype != dtype):
             return None
         shape = array.shape
         if shape == dims:

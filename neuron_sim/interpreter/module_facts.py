@@ -79,15 +79,22 @@ _ATTRS = attrgetter("attrs")
 class _Bound:
     """Attributes read when the facts and plans were made: (instruction, name, value)."""
 
-    __slots__ = ("insts", "names", "values")
+    __slots__ = ("insts", "names", "values", "_read")
 
     def __init__(self) -> None:
         self.insts: list[HloInstruction] = []
         self.names: list[str] = []
         self.values: list[Any] = []
+        self._read: set[tuple[int, str]] = set()
 
     def extend(self, entries: Any) -> None:
+        """Check these from now on; an attribute already checked is not added again (a plan
+        reads a reduce's ``to_apply`` that the facts read too)."""
         for inst, name, value in entries:
+            key = (id(inst), name)
+            if key in self._read:
+                continue
+            self._read.add(key)
             self.insts.append(inst)
             self.names.append(name)
             self.values.append(value)

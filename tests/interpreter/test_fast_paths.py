@@ -194,6 +194,27 @@ ENTRY main {
     assert x[0, 0] == 0 and out[2][0, 0] == -0.0
 
 
+
+def test_a_value_held_once_is_written_out_as_independent_rows():
+    """A result held once (a constant's value, replicated over 2 devices, and an input given
+    once) comes out as rows the caller owns: writing one row changes neither the other row,
+    nor the input, nor the next run's output."""
+    module = parse_module("""HloModule m, num_partitions=2
+ENTRY main {
+  a = f32[3] parameter(0)
+  c = f32[3] constant({1, 2, 3})
+  ROOT r = (f32[3], f32[3]) tuple(c, a)
+}""")
+    x = np.array([7, 8, 9], np.float32)
+    constant, given = interpreter.run(module, [x])
+    for out, row in ((constant, [1, 2, 3]), (given, [7, 8, 9])):
+        assert out.shape == (2, 3) and out.flags.writeable
+        out[0, 0] = 99
+        assert out[1].tolist() == row
+    assert x.tolist() == [7, 8, 9]
+    assert interpreter.run(module, [x])[0].tolist() == [[1, 2, 3], [1, 2, 3]]
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8])
 def test_all_reduce_by_accumulate_is_the_position_by_position_left_fold(dtype):
     """Magnitudes from 1e-3 to 1e4 (and wrapping int8 sums): any other order than the left
