@@ -129,14 +129,19 @@ class Evaluator:
                  ) -> Value:
         """The value of ``computation``'s root given its parameters' values.
 
-        Runs the computation's compiled plan (``neuron_sim.interpreter.plan``); an evaluator
-        whose class overrides how one instruction executes (``_execute``) walks the
-        computation instruction by instruction instead, so that override sees every one."""
+        Runs the computation's compiled plan (``neuron_sim.interpreter.plan``) once the
+        module's facts have one for it: a computation is walked instruction by instruction on
+        its first ``WALKED_EVALUATIONS`` evaluations (``ModuleFacts.plan``). An evaluator
+        whose class overrides how one instruction executes (``_execute``) always walks, so
+        that override sees every instruction."""
         if self._walk:
             return self._evaluate_walking(computation, args, frame)
         plan = self._compiled.get(computation)
         if plan is None:
-            plan = self._compiled[computation] = self._facts.plan(computation)
+            plan = self._facts.plan(computation)
+            if plan is None:
+                return self._evaluate_walking(computation, args, frame)
+            self._compiled[computation] = plan
         return plan.run(self, frame, args, self.deadline)
 
     def _evaluate_walking(self, computation: HloComputation, args: Sequence[Value],

@@ -28,6 +28,14 @@ from neuron_sim.interpreter.plan import Plan, plan_for
 
 _STRUCTURE = attrgetter("opcode", "shape", "operands")
 
+# A computation is walked instruction by instruction (``Evaluator._evaluate_walking``) on its
+# first evaluations and gets its compiled plan on the next: writing and compiling a plan costs
+# about 2 ms, as much as walking 100 instructions, and most computations of a fuzz campaign's
+# or a sweep's modules are evaluated once or twice (the 800 modules of `bench.py`'s fuzz
+# campaign: 2,407 plans, 689 run once and 1,447 twice, their building 23% of the CPU time).
+# A loop body or a module executed again gets its plan on its third evaluation.
+WALKED_EVALUATIONS = 2
+
 
 class ModuleFacts:
     """A module's call depth, its first instruction with an unbounded dimension, its entry
@@ -35,7 +43,7 @@ class ModuleFacts:
     computations' plans, valid while ``current()``."""
 
     __slots__ = ("module", "call_depth", "unbounded", "signature", "plans", "_entry",
-                 "_computations", "_snapshots", "_bound")
+                 "_computations", "_snapshots", "_bound", "_evaluations")
 
     def __init__(self, module: HloModule) -> None:
         self.module = module
@@ -50,6 +58,7 @@ class ModuleFacts:
         self.unbounded = _first_unbounded(module)
         self.signature = _signature(module)
         self.plans: dict[HloComputation, Plan] = {}
+        self._evaluations: dict[HloComputation, int] = {}  # walked so far, before its plan
 
     def current(self) -> bool:
         """Whether the module still has the structure the facts were derived from."""
@@ -62,10 +71,16 @@ class ModuleFacts:
                 return False
         return self._bound.hold()
 
-    def plan(self, computation: HloComputation) -> Plan:
-        """``computation``'s plan (a computation of another module gets its own check)."""
+    def plan(self, computation: HloComputation) -> Plan | None:
+        """``computation``'s plan, or None while it has been evaluated fewer than
+        ``WALKED_EVALUATIONS`` times (the caller walks it: see the module docstring); a
+        computation of another module gets its own check."""
         plan = self.plans.get(computation)
         if plan is None:
+            count = self._evaluations.get(computation, 0)
+            if count < WALKED_EVALUATIONS:
+                self._evaluations[computation] = count + 1
+                return None
             plan = plan_for(computation)
             if computation in self._computations:
                 self.plans[computation] = plan

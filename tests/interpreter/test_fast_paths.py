@@ -20,6 +20,8 @@ from neuron_sim.interpreter.ops.shape import iota_line
 from neuron_sim.interpreter.values import PerDevice, Replicated, collapse_if_uniform
 from neuron_sim.hlo import Opcode, parse_module
 
+pytestmark = pytest.mark.usefixtures("either_path")
+
 SPECIALS = np.array([0.0, -0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, 1e-45, 3e38, -7.0])
 
 

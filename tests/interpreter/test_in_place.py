@@ -31,6 +31,8 @@ import neuron_sim.interpreter as interpreter
 from neuron_sim.interpreter.evaluator import IN_PLACE_MIN_BYTES, donors_of
 from neuron_sim.hlo import parse_module
 
+pytestmark = pytest.mark.usefixtures("either_path")  # plans and the walk both reuse buffers
+
 DEVICES = 8
 N = 1 << 15  # f32[N] per device: 128 KB, above IN_PLACE_MIN_BYTES
 assert N * 4 >= IN_PLACE_MIN_BYTES

@@ -6,9 +6,12 @@ generated code, an internal error for the user)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import neuron_sim.interpreter as interpreter
 from neuron_sim.hlo import parse_module
+
+pytestmark = pytest.mark.usefixtures("compiled_plans")  # tests of the plans themselves
 
 
 def test_a_dead_broadcast_of_a_constant_leaves_the_result_alone():

@@ -19,6 +19,8 @@ from neuron_sim.interpreter.errors import InterpreterError
 from neuron_sim.interpreter.plan import PER_FRAME_MAX_BYTES, plan_for
 from neuron_sim.topology import Topology
 
+pytestmark = pytest.mark.usefixtures("compiled_plans")  # tests of the plans themselves
+
 AFFINE = """HloModule m, num_partitions=4
 ENTRY main {
   x = s32[] parameter(0)

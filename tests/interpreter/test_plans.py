@@ -12,6 +12,8 @@ from neuron_sim.interpreter.errors import ExecutionTimeout, InterpreterError, Un
 from neuron_sim.interpreter.module_facts import facts_of
 from neuron_sim.topology import Topology
 
+pytestmark = pytest.mark.usefixtures("compiled_plans")  # tests of the plans themselves
+
 
 def _module(text: str):
     return parse_module(text)
