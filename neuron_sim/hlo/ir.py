@@ -58,6 +58,28 @@ class HloInstruction:
         for key, value in (attrs or {}).items():
             self.set_attr(key, value)
 
+    def _copy(self, operands: list["HloInstruction"], attrs: dict[str, Any],
+              parent: "HloComputation") -> "HloInstruction":
+        """A copy of this instruction in ``parent`` with ``operands`` (copies of its own, whose
+        users it joins) and ``attrs`` taken as given: what ``HloModule.clone`` makes of each
+        instruction, without the constructor's per-operand and per-attribute calls (the
+        attributes are already in their printing order). Every field the constructor sets is
+        set here."""
+        new = HloInstruction.__new__(HloInstruction)
+        new.name = self.name
+        new.opcode = self.opcode
+        new.shape = self.shape
+        new.operands = operands
+        new.attrs = attrs
+        new.literal = self.literal
+        new.parameter_number = self.parameter_number
+        new.users = {}
+        new.parent = parent
+        new.written_as_operand = self.written_as_operand
+        for operand in operands:
+            operand.users[new] = None
+        return new
+
     # -- attributes --------------------------------------------------------------------------
     def get(self, name: str, default: Any = None) -> Any:
         return self.attrs.get(name, default)
@@ -585,17 +607,17 @@ class HloModule:
                 return tuple(comp_map[c] for c in value)
             return comp_map[value]
 
+        calls = COMPUTATION_ATTRIBUTES.isdisjoint
         for comp in self.computations:
             new_comp = comp_map[comp]
             inst_map: dict[HloInstruction, HloInstruction] = {}
+            instructions = new_comp.instructions
             for inst in comp.instructions:
-                new = HloInstruction(
-                    inst.name, inst.opcode, inst.shape, [inst_map[o] for o in inst.operands],
-                    literal=inst.literal, parameter_number=inst.parameter_number)
-                new.attrs = {k: remap(k, v) for k, v in inst.attrs.items()}
-                new.written_as_operand = inst.written_as_operand
-                new.parent = new_comp
-                new_comp.instructions.append(new)
+                attrs = inst.attrs
+                new = inst._copy([inst_map[o] for o in inst.operands],
+                                 dict(attrs) if calls(attrs) else
+                                 {k: remap(k, v) for k, v in attrs.items()}, new_comp)
+                instructions.append(new)
                 inst_map[inst] = new
             new_comp.root = inst_map[comp.root] if comp.root is not None else None
         return copy
