@@ -129,6 +129,18 @@ class HloPass:
     def run(self, module: HloModule, context: PassContext | None = None) -> bool:
         """Run the pass on ``module``; True if it changed it. Raises PassError (module unchanged),
         or UnknownPassOptionError (nothing run) if an option value of the context is bad."""
+        work = self.rewritten(module, context)
+        if work is not None:
+            module.become(work)
+        return work is not None
+
+    def rewritten(self, module: HloModule, context: PassContext | None = None
+                  ) -> HloModule | None:
+        """What ``run`` makes of ``module``, as a new module, ``module`` itself left as it is:
+        the rewritten clone, or None when the pass changed nothing (its clone is dropped, as
+        ``run`` drops it). Raises what ``run`` raises. For a caller that wants the rewrite
+        beside the original (the verifier, the minimizer): ``run`` on a clone of its own would
+        copy the module twice."""
         context = self.bind(context)
         self.rewrites = []
         work = module.clone()
@@ -139,11 +151,13 @@ class HloPass:
             raise
         except Exception as exc:
             self.rewrites = []
-            raise PassError(f"pass {self.label} failed on module {module.name} and left it "
-                            f"unchanged: {exc}") from exc
-        if changed:
-            module.become(work)
-        return changed
+            raise self.failure(module, exc) from exc
+        return work if changed else None
+
+    def failure(self, module: HloModule, exc: Exception) -> PassError:
+        """The PassError of this pass failing on ``module`` with ``exc``."""
+        return PassError(f"pass {self.label} failed on module {module.name} and left it "
+                         f"unchanged: {exc}")
 
     def bind(self, context: PassContext | None = None) -> PassContext:
         """Put the pass in the state ``run`` gives it, without running it: the context in force

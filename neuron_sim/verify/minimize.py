@@ -72,8 +72,11 @@ def pair_size(before: HloModule, after: HloModule) -> int:
 
 
 def _dce(module: HloModule) -> None:
-    """Remove what an edit left dead (XLA's HloDCE: side effects stay)."""
-    DeadCodeElimination().run(module)
+    """Remove what an edit left dead (XLA's HloDCE: side effects stay). The module is a
+    candidate's own clone, dropped whole when an edit raises, so the pass edits it in place
+    (``run`` would copy it once more to keep it intact)."""
+    dce = DeadCodeElimination()
+    dce.run_on_module(module, dce.bind())
 
 
 def _drop_layout_header(module: HloModule) -> None:

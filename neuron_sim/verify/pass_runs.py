@@ -26,11 +26,14 @@ def pass_list(passes: Any) -> list[HloPass]:
 
 def apply_passes(module: HloModule, hlo_passes: Sequence[HloPass],
                  context: PassContext | None = None) -> tuple[HloModule, bool, list[str]]:
-    """A rewritten clone of ``module``: (target, changed, rewrite log). Raises PassError."""
-    target = module.clone()
+    """A rewritten clone of ``module``: (target, changed, rewrite log). Raises PassError.
+    (The pipeline's ``rewritten`` copies the module once where it changes it; a plain clone
+    is the target where nothing changed.)"""
     pipeline = PassPipeline(list(hlo_passes), name="verify")
-    changed = pipeline.run(target, context)
-    return target, changed, list(pipeline.rewrites)
+    target = pipeline.rewritten(module, context)
+    if target is None:
+        return module.clone(), False, list(pipeline.rewrites)
+    return target, True, list(pipeline.rewrites)
 
 
 def options_taken(hlo_passes: Sequence[HloPass], options: Mapping[str, str]) -> dict[str, str]:

@@ -166,6 +166,77 @@ def test_pipeline_runs_in_order_logs_per_pass_and_is_atomic():
     assert module.to_text() == before  # the first pass's rewrite is rolled back too
 
 
+def test_rewritten_returns_the_rewrite_beside_the_untouched_module():
+    module = parse_module(NEGATES)
+    before = module.to_text()
+    rewrite = NegateToAbs().rewritten(module)
+    assert module.to_text() == before
+    assert [i.opcode.spelling for i in rewrite.entry.instructions] == \
+        ["parameter", "abs", "abs", "fusion", "tuple"]
+    unchanged = parse_module(NEGATES.replace("negate(%x)", "abs(%x)")
+                             .replace("negate(%negate.1)", "abs(%negate.1)"))
+    assert NegateToAbs().rewritten(unchanged) is None
+
+
+class OnlySecond(NegateToAbs):
+    name = "only_second"
+
+    def matches(self, inst):
+        return inst.name == "negate.2" and super().matches(inst)
+
+
+class AlwaysRaises(NegateToAbs):
+    name = "always_raises"
+
+    def expand(self, inst):
+        raise RuntimeError("boom")
+
+
+@pytest.mark.parametrize("passes, changes", [
+    ((NegateToAbs, NegateToAbs), [True, False]),
+    ((OnlySecond, NegateToAbs), [True, True]),
+    ((AlwaysRaises,), None),
+    ((OnlySecond, AlwaysRaises), None),
+])
+def test_pipeline_rewritten_is_what_run_makes_of_a_clone(passes, changes):
+    """The same target text, log and per-pass results as ``run`` on a clone (or the same
+    error), and the module itself untouched."""
+    module = parse_module(NEGATES)
+    before = module.to_text()
+    by_run, by_rewritten = PassPipeline([p() for p in passes]), PassPipeline([p() for p in passes])
+    if changes is None:
+        with pytest.raises(PassError, match="always_raises failed on module negates") as ran:
+            by_run.run(module.clone())
+        with pytest.raises(PassError) as rewrote:
+            by_rewritten.rewritten(module)
+        assert str(rewrote.value) == str(ran.value)
+        assert by_rewritten.rewrites == []
+    else:
+        target = module.clone()
+        assert by_run.run(target) is True
+        rewrite = by_rewritten.rewritten(module)
+        assert rewrite.to_text() == target.to_text()
+        assert by_rewritten.rewrites == by_run.rewrites
+        assert [c for _, c in by_rewritten.results] == [c for _, c in by_run.results] == changes
+    assert module.to_text() == before
+
+
+def test_a_pipeline_of_one_pass_copies_the_module_once(monkeypatch):
+    """run copies the module for the pipeline and again for its pass; rewritten leaves the
+    copy to the pass (the verifier's and the minimizer's targets are such copies)."""
+    from neuron_sim.hlo.ir import HloModule
+
+    copies = []
+    real = HloModule.clone
+    monkeypatch.setattr(HloModule, "clone", lambda self: copies.append(self) or real(self))
+    module = parse_module(NEGATES)
+    PassPipeline([NegateToAbs()]).rewritten(module)
+    assert copies == [module]
+    copies.clear()
+    PassPipeline([NegateToAbs()]).run(module)
+    assert copies == [module]
+
+
 def test_pipeline_accepts_registry_keys():
     pipeline = PassPipeline(["aws_neuron_delete_permute", "DeadCodeElimination"])
     assert [p.name for p in pipeline.passes] == ["aws_neuron_delete_permute", "dce"]

@@ -415,15 +415,12 @@ class _Run:
     def rewriter(hlo_pass: HloPass) -> Callable:
         """The pass's rewrite of a candidate source, None where it raises or changes nothing:
         only the source is edited, so the minimized pair is one the pass really makes. (The
-        pass runs on a clone of the source by itself: ``apply_passes`` would wrap it in a
-        pipeline, which clones the module once more for the same target.)"""
+        pass's own ``rewritten``: one copy of the source, which is the target.)"""
         def rewrite(source: HloModule, topology: Topology) -> HloModule | None:
-            target = source.clone()
             try:
-                changed = hlo_pass.run(target, PassContext(topology=topology))
+                return hlo_pass.rewritten(source, PassContext(topology=topology))
             except Exception:  # noqa: BLE001 - a variant the pass cannot handle is not kept
                 return None
-            return target if changed else None
         return rewrite
 
 
