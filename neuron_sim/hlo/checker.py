@@ -19,6 +19,7 @@ from __future__ import annotations
 from neuron_sim.hlo.checks.core import Context, HloCheckError, Invalid, error_for, fmt
 from neuron_sim.hlo.checks.groups import smallest_topology
 from neuron_sim.hlo.checks.helpers import compatible_ignoring_fp
+from neuron_sim.hlo.checks.kept import passed_before, remember_passed
 from neuron_sim.hlo.checks.module import (check_call_graph, check_control_predecessors,
                                           check_operand_layout_constraints,
                                           check_original_values, check_result_accuracy)
@@ -202,10 +203,23 @@ def check_module(module: HloModule, topology: Topology | None = None, *,
     verifiers of XLA's CPU and GPU compilers (AddHloVerifier), whose output shares channel id 1
     among an all-gather, an all-reduce and a reduce-scatter, so off here by default. Raises
     HloCheckError for the first problem found: the call graph first (a cycle makes every later
-    walk endless), then each computation and instruction in text order."""
+    walk endless), then each computation and instruction in text order. A module that passed
+    under the same settings and has not changed since is not checked again
+    (``neuron_sim.hlo.checks.kept``)."""
     if module.entry is None:
         raise HloCheckError(f"module {module.name} has no entry computation")
     topology = topology or Topology(module.replica_count, module.num_partitions)
+    settings = (topology, allow_mixed_precision, unique_channel_ids)
+    if passed_before(module, settings):  # unchanged since it passed (checks.kept)
+        return
+    _check_module(module, topology, allow_mixed_precision=allow_mixed_precision,
+                  unique_channel_ids=unique_channel_ids)
+    remember_passed(module, settings)
+
+
+def _check_module(module: HloModule, topology: Topology, *, allow_mixed_precision: bool,
+                  unique_channel_ids: bool) -> None:
+    """``check_module`` itself, every rule in order."""
     for comp in module.computations:
         _check_structure(comp, module)
     check_call_graph(module)
