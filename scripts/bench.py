@@ -141,6 +141,16 @@ def seconds(fn: Callable[[], Any], number: int = 1) -> float:
     return (time.perf_counter() - start) / number
 
 
+def warm(module: Any, inputs: Any) -> None:
+    """Execute ``module`` until its computations run their compiled plans (a computation is
+    walked on its first ``WALKED_EVALUATIONS`` evaluations): what a repeated execute costs
+    is then timed, not the plans' building."""
+    from neuron_sim.interpreter.module_facts import WALKED_EVALUATIONS
+
+    for _ in range(WALKED_EVALUATIONS + 1):
+        interpreter.execute(module, inputs)
+
+
 def seconds_and_cpu(fn: Callable[[], Any], number: int, cpu: list[float]) -> float:
     """``seconds(fn, number)``, also appending the CPU time of one call (``process_time``,
     which other processes' load does not inflate as it does wall time) to ``cpu``."""
@@ -373,6 +383,7 @@ def bench_instruction(rounds: int) -> list[dict]:
     records = []
     for label, text in (("loop", _loop_module(8, 20, 50)), ("chain", _chain_module(8, 300))):
         module = parse_module(text)
+        warm(module, [x])
         count = interpreter.execute(module, [x]).instructions_executed
         times = alternating({
             "run": lambda: seconds(lambda: interpreter.execute(module, [x]), 10) / count,
@@ -404,7 +415,7 @@ ENTRY main {{
     rng = np.random.default_rng(0)
     a = rng.standard_normal((devices, size), dtype=np.float32)
     b = rng.standard_normal((devices, size), dtype=np.float32)
-    interpreter.execute(module, [a, b])
+    warm(module, [a, b])
     times = alternating({"run": lambda: seconds(lambda: interpreter.execute(module, [a, b]), 5),
                          "numpy": lambda: seconds(lambda: np.add(a, b), 5)}, rounds)
     tracemalloc.start()
@@ -454,11 +465,13 @@ ENTRY main {{
 ARGMAX_CALLS = 200  # calls per timed sample of the one-device argmax goals
 
 
+
 def bench_argmax(rounds: int) -> list[dict]:
     """The whole module (reshape, iota, the variadic reduce with JAX's comparator) / numpy's
     argmax or argmin on the same f32[256,1024] (many ties, no NaN: numpy stops at a NaN), per
     axis and flattened; also the reduce's fold alone (``fold_only`` in the JSON). Each module
-    is executed once before the rounds (its plan is built on the first execute), and each
+    is executed until it has its plans before the rounds (``warm``: the first evaluations of a
+    computation are walked, the next builds its plan), and each
     sample times ``ARGMAX_CALLS`` calls of both (about 10 ms of the module: samples of 5
     calls, a quarter of a millisecond, spread 2.7-15x from one round to the next on a machine
     running anything else; samples of 50 without the warm-up call put the plan's building in
@@ -488,7 +501,7 @@ def bench_argmax(rounds: int) -> list[dict]:
                           np.float32)
             zero = np.zeros_like(low, dtype=np.int32)
             cpu: dict[str, list[float]] = {"module": [], "numpy": []}
-            interpreter.execute(module, [x])  # the plan is built on the first execute
+            warm(module, [x])
             times = alternating({
                 "module": lambda: seconds_and_cpu(
                     lambda: interpreter.execute(module, [x]), ARGMAX_CALLS, cpu["module"]),
@@ -510,7 +523,7 @@ def bench_argmax(rounds: int) -> list[dict]:
         module = parse_module(ARGMAX.format(shape=shape, dim=dim, out=out).replace(
             "HloModule argmax_bench", "HloModule argmax_bench, num_partitions=8"))
         flat = per_device.reshape(8, -1)
-        interpreter.execute(module, [x])  # the plan is built on the first execute
+        warm(module, [x])
         times = alternating({
             "per_device": lambda: seconds(lambda: interpreter.execute(module, [per_device]), 2),
             "numpy_all": lambda: seconds(lambda: np.argmax(per_device, axis=2) if axis
@@ -667,7 +680,7 @@ def bench_mpi(rounds: int, all_reduce_mib: int = 16) -> list[dict]:
     devices, n = 8, 384
     module = parse_module(MATMUL_HEAVY.format(devices=devices, n=n))
     inputs = _matmul_inputs(devices, n)
-    interpreter.execute(module, inputs)
+    warm(module, inputs)
     local = [seconds(lambda: interpreter.execute(module, inputs)) for _ in range(rounds)]
     mpi = _mpiexec({"kind": "matmul", "devices": devices, "n": n, "repeat": rounds}, 2)
     records = [goal("mpiexec -n 2 / local (matmul-heavy, 8 devices)",
@@ -713,7 +726,7 @@ def bench_xla(rounds: int) -> list[dict]:
             module = parse_module_file(corpus / f"{name}.hlo")
             arrays = {k: v for k, v in read_npz(corpus / f"{name}.npz").items()
                       if k.startswith("arg")}
-            interpreter.execute(module, arrays)
+            warm(module, arrays)
             number = max(1, int(0.05 / max(1e-6, seconds(lambda: interpreter.execute(
                 module, arrays)))))
             walls, cpus = [], []
@@ -768,7 +781,7 @@ def bench_scaling(rounds: int, largest: int = 65536) -> list[dict]:
     devices = 8
     while devices <= largest:
         module = parse_module(MOSTLY_REPLICATED.format(devices=devices, steps=50))
-        interpreter.execute(module, inputs)
+        warm(module, inputs)
         curve[devices] = statistics.median(seconds(lambda: interpreter.execute(module, inputs))
                                            for _ in range(rounds))
         devices *= 8 if devices < 4096 else 16
