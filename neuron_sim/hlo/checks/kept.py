@@ -26,16 +26,15 @@ from typing import Any, Hashable
 
 from neuron_sim.hlo.ir import HloComputation, HloModule
 
-__all__ = ["KeptChecks", "passed_before", "remember_passed"]
+__all__ = ["INSTRUCTION_FIELDS", "KeptChecks", "passed_before", "remember_passed"]
 
-# Every field of an instruction; the containers among them are copied into the snapshot.
-_INSTRUCTION = attrgetter("name", "opcode", "shape", "literal", "parameter_number", "parent",
-                          "written_as_operand", "operands", "attrs", "users")
-
-
-def _instruction_snapshot(fields: tuple) -> tuple:
-    *plain, operands, attrs, users = fields
-    return (*plain, list(operands), dict(attrs), dict(users))
+# Every field of an instruction: the plain ones, and the containers (copied in the snapshot).
+_PLAIN = attrgetter("name", "opcode", "shape", "literal", "parameter_number", "parent",
+                    "written_as_operand")
+_OPERANDS = attrgetter("operands")
+_ATTRS = attrgetter("attrs")
+_USERS = attrgetter("users")
+INSTRUCTION_FIELDS = (*_PLAIN.__reduce__()[1], "operands", "attrs", "users")
 
 
 def _fields(obj: HloModule | HloComputation) -> dict[str, Any]:
@@ -53,19 +52,25 @@ class KeptChecks:
         self.module = module
         self.passed: set[Hashable] = set()
         self._module_fields = _fields(module)
-        self._computations = [
-            (computation, _fields(computation),
-             [_instruction_snapshot(f) for f in map(_INSTRUCTION, computation.instructions)])
-            for computation in module.computations]
+        self._computations = []
+        for computation in module.computations:
+            order = list(computation.instructions)
+            self._computations.append((
+                computation, _fields(computation), list(map(_PLAIN, order)),
+                list(map(list, map(_OPERANDS, order))), list(map(dict, map(_ATTRS, order))),
+                list(map(dict, map(_USERS, order)))))
 
     def holds(self) -> bool:
-        """Whether the module still has every field it had when the snapshot was taken."""
+        """Whether the module still has every field it had when the snapshot was taken (the
+        live containers compare element by element with their copies)."""
         try:
             if _fields(self.module) != self._module_fields:
                 return False
-            for computation, fields, instructions in self._computations:
-                if _fields(computation) != fields or \
-                        list(map(_INSTRUCTION, computation.instructions)) != instructions:
+            for computation, fields, plain, operands, attrs, users in self._computations:
+                order = computation.instructions
+                if _fields(computation) != fields or list(map(_PLAIN, order)) != plain or \
+                        list(map(_OPERANDS, order)) != operands or \
+                        list(map(_ATTRS, order)) != attrs or list(map(_USERS, order)) != users:
                     return False
         except (ValueError, TypeError):  # a value that compares element-wise (an array)
             return False
