@@ -16,6 +16,8 @@ Choices where XLA is silent or lenient are documented on the rule that makes the
 
 from __future__ import annotations
 
+import functools
+
 from neuron_sim.hlo.checks.core import Context, HloCheckError, Invalid, error_for, fmt
 from neuron_sim.hlo.checks.groups import smallest_topology
 from neuron_sim.hlo.checks.helpers import compatible_ignoring_fp
@@ -27,9 +29,10 @@ from neuron_sim.hlo.checks.pairing import (check_async_computations, check_async
                                            check_channels, check_layout_constrained_all_reduce)
 from neuron_sim.hlo.checks.registry import RULES
 from neuron_sim.hlo.checks.threads import check_execution_threads
+from neuron_sim.hlo.attributes import COMPUTATION_ATTRIBUTES
 from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
 from neuron_sim.hlo.opcodes import VARIADIC, Opcode
-from neuron_sim.hlo.shapes import UNBOUNDED, Shape
+from neuron_sim.hlo.shapes import UNBOUNDED, ArrayShape, Shape
 from neuron_sim.topology import Topology
 
 __all__ = ["HloCheckError", "check_instruction", "check_module", "check_operand_count",
@@ -78,9 +81,10 @@ def infer_shape(inst: HloInstruction, topology: Topology | None = None, *,
     against the operands. Collectives validate their replica groups on ``topology`` (default:
     the module header's replica_count x num_partitions). Raises HloCheckError naming ``inst``.
     """
-    rule = RULES.get(inst.opcode)
-    if rule is None:
-        raise error_for(inst, f"no shape rule for {inst.opcode.spelling}")
+    try:
+        rule = RULES[inst.opcode]  # a dict lookup; the family is imported on first use
+    except KeyError:
+        raise error_for(inst, f"no shape rule for {inst.opcode.spelling}") from None
     ctx = Context(inst, topology or _default_topology(inst), allow_mixed_precision)
     try:
         return rule(ctx)
@@ -89,7 +93,16 @@ def infer_shape(inst: HloInstruction, topology: Topology | None = None, *,
 
 
 def _check_declared_shape(shape: Shape) -> str | None:
-    """What is wrong with a declared shape on its own (negative dims, a bad layout), if anything."""
+    """What is wrong with a declared shape on its own (negative dims, a bad layout), if anything.
+    A function of the shape alone, an immutable value: kept for the shapes met most."""
+    try:
+        return _declared_shape_problem(shape)
+    except TypeError:  # a shape that cannot be hashed (a list where a tuple belongs)
+        return _declared_shape_problem.__wrapped__(shape)
+
+
+@functools.lru_cache(maxsize=4096)
+def _declared_shape_problem(shape: Shape) -> str | None:
     for leaf in shape.leaves():
         if not leaf.element_type.is_array_type and leaf.rank:
             return f"{leaf} has dimensions but {leaf.element_type} values cannot"
@@ -116,7 +129,8 @@ def _check_mixed_precision_operands(inst: HloInstruction) -> None:
         return
     seen = None
     for operand in inst.operands:
-        for leaf in operand.shape.leaves():
+        shape = operand.shape
+        for leaf in (shape,) if type(shape) is ArrayShape else shape.leaves():
             if not leaf.element_type.is_float:
                 continue
             if seen is None:
@@ -165,6 +179,8 @@ def _check_structure(comp: HloComputation, module: HloModule) -> None:
                             f"repeats, but are numbered {numbers}", computation=comp.name)
     seen: set[HloInstruction] = set()
     names: set[str] = set()
+    computations = None
+    calls_none = COMPUTATION_ATTRIBUTES.isdisjoint
     for inst in comp.instructions:
         if inst.name in names:
             raise error_for(inst, f"the name %{inst.name} is used twice in {comp.name}")
@@ -174,10 +190,12 @@ def _check_structure(comp: HloComputation, module: HloModule) -> None:
                 raise error_for(inst, f"operand %{operand.name} belongs to another computation")
             if operand not in seen:
                 raise error_for(inst, f"operand %{operand.name} is used before it is defined")
-        for called in inst.called_computations:
-            if called not in module.computations:
-                raise error_for(inst, f"calls computation {called.name}, which is not in "
-                                      f"module {module.name}")
+        if not calls_none(inst.attrs):
+            computations = computations or set(module.computations)
+            for called in inst.called_computations:
+                if called not in computations:
+                    raise error_for(inst, f"calls computation {called.name}, which is not in "
+                                          f"module {module.name}")
         seen.add(inst)
 
 

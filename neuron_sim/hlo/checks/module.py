@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from neuron_sim.hlo.checks.core import HloCheckError, error_for, fmt
+from neuron_sim.hlo.attributes import COMPUTATION_ATTRIBUTES
 from neuron_sim.hlo.checks.text import raw_text, split_top_level
 from neuron_sim.hlo.ir import HloComputation, HloInstruction, HloModule
 from neuron_sim.hlo.shapes import Shape, TupleShape
@@ -50,7 +51,10 @@ def check_call_graph(module: HloModule) -> None:
 
 def _callees(comp: HloComputation) -> list[HloComputation]:
     seen: dict[HloComputation, None] = {}
+    calls_none = COMPUTATION_ATTRIBUTES.isdisjoint
     for inst in comp.instructions:
+        if calls_none(inst.attrs):  # most instructions name no computation
+            continue
         for called in inst.called_computations:
             seen.setdefault(called, None)
     return list(seen)
@@ -62,6 +66,8 @@ _NAME = re.compile(r"%?([^\s,{}%]+)")
 def check_control_predecessors(comp: HloComputation) -> None:
     """Every name in ``control-predecessors={...}`` is an instruction of the same computation
     (XLA's parser: "'x' is not defined")."""
+    if not any("control-predecessors" in inst.attrs for inst in comp.instructions):
+        return
     names = {inst.name for inst in comp.instructions}
     for inst in comp.instructions:
         value = inst.attrs.get("control-predecessors")
