@@ -59,6 +59,7 @@ from neuron_sim.passes import HloPass, PassContext
 from neuron_sim.verify.api import apply_passes, pass_list
 from neuron_sim.verify.checks import PASS_FAILED, TARGET_MALFORMED, malformed
 from neuron_sim.verify.execution import default_runner
+from neuron_sim.verify.fuzz.collector import objects_before_frozen
 from neuron_sim.verify.fuzz.generator import StopDrawing, draw_modules, fuzz_modules
 from neuron_sim.verify.fuzz.source_runs import SourceRuns
 from neuron_sim.verify.minimize import minimize_case
@@ -499,7 +500,8 @@ def run_campaign(passes: object, *, examples: int | None = None,
         if progress is not None:
             progress(index + 1, campaign)
 
-    draw_modules(fuzz_modules(devices=devices), seed, visit)
+    with objects_before_frozen():
+        draw_modules(fuzz_modules(devices=devices), seed, visit)
     campaign.seconds = time.perf_counter() - started
     campaign.cpu_seconds = time.process_time() - cpu_started
     return campaign
