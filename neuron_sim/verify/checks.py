@@ -258,9 +258,10 @@ def path_to(module: HloModule, leaf: int | None, limit: int = 12) -> list[str]:
     """The entry instructions an output leaf depends on, operands first (the last ``limit``)."""
     root = module.entry.root if leaf is None else leaf_producer(module, leaf)
     needed = dependencies(root)
-    lines = [inst.to_text() for inst in module.entry.instructions if inst in needed]
-    if len(lines) > limit:
-        lines = [f"... ({len(lines) - limit} more)"] + lines[-limit:]
+    path = [inst for inst in module.entry.instructions if inst in needed]
+    lines = [inst.to_text() for inst in path[-limit:]]  # only the lines kept are written
+    if len(path) > limit:
+        lines.insert(0, f"... ({len(path) - limit} more)")
     return lines
 
 

@@ -35,6 +35,7 @@ token parameters get None.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Sequence
 
 import ml_dtypes
@@ -171,6 +172,7 @@ def _draw(et: ElementType, shape: tuple[int, ...], rng: np.random.Generator,
     return _draw_floats(et, shape, rng, style)
 
 
+@functools.lru_cache(maxsize=None)
 def _integer_range(et: ElementType) -> tuple[int, int]:
     info = np.iinfo(et.numpy_dtype) if et.bits >= 8 else None
     if info is not None:
@@ -207,8 +209,15 @@ def _exact_grid(et: ElementType) -> np.ndarray:
     return np.array([-2.0, -1.0, 0.0, 1.0, 2.0])
 
 
+@functools.lru_cache(maxsize=None)
 def _mantissa_bits(et: ElementType) -> int:
     return int(ml_dtypes.finfo(et.numpy_dtype).nmant)
+
+
+@functools.lru_cache(maxsize=None)
+def _finfo(dtype: Any) -> Any:
+    """``ml_dtypes.finfo(dtype)``, made once per type (each draw of floats reads it)."""
+    return ml_dtypes.finfo(dtype)
 
 
 def _draw_floats(et: ElementType, shape: tuple[int, ...], rng: np.random.Generator,
@@ -217,7 +226,7 @@ def _draw_floats(et: ElementType, shape: tuple[int, ...], rng: np.random.Generat
     if style == "exact":
         grid = _exact_grid(et)
         return grid[rng.integers(0, len(grid), size=shape)].astype(dtype)
-    finfo = ml_dtypes.finfo(dtype)
+    finfo = _finfo(dtype)
     scale = min(4.0, float(finfo.max) / 8)
     values = (rng.standard_normal(shape) * scale).astype(dtype)
     flat = values.reshape(-1)
@@ -249,6 +258,7 @@ def _draw_floats(et: ElementType, shape: tuple[int, ...], rng: np.random.Generat
     return values
 
 
+@functools.lru_cache(maxsize=None)
 def _has_nan(dtype: Any) -> bool:
     try:
         return bool(np.isnan(np.array(np.nan, dtype=dtype)))
@@ -256,6 +266,7 @@ def _has_nan(dtype: Any) -> bool:
         return False
 
 
+@functools.lru_cache(maxsize=None)
 def _has_infinity(dtype: Any) -> bool:
     try:
         with np.errstate(over="ignore", invalid="ignore"):
