@@ -25,6 +25,7 @@ from neuron_sim.interpreter.ops.elementwise import (element_type_of, float_maxim
                                          is_float, is_pred)
 from neuron_sim.interpreter.ops.reduce import binary_reducer
 from neuron_sim.interpreter.ops.registry import implements
+from neuron_sim.interpreter.trial_topology import Trials
 from neuron_sim.interpreter.transport import (COLLECTIVE_KINDS, CollectiveCall, collective_kind,
                                               fingerprint_of)
 from neuron_sim.interpreter.values import PerDevice, Replicated, TupleValue, collapse_if_uniform, stacked
@@ -45,8 +46,11 @@ def partition_id(ctx):
 @implements(Opcode.REPLICA_ID, values=True)
 def replica_id(ctx):
     topology = ctx.evaluator.topology
-    return _identity_value(ctx, lambda devices: devices // topology.num_partitions,
-                           topology.replica_count == 1)
+    # (v // P) % R: a flattened id's replica, also for a row of a later trial (its id is
+    # t * R * P + the device's; neuron_sim.interpreter.trial_topology).
+    return _identity_value(
+        ctx, lambda devices: devices // topology.num_partitions % topology.replica_count,
+        topology.replica_count == 1)
 
 
 def _identity_value(ctx, of_devices, always_zero: bool):
@@ -101,7 +105,11 @@ def _read(inst, topology) -> tuple:
                 return kept[1]
         except (TypeError, ValueError):  # an attribute value that does not compare as a bool
             pass
-    read = (collective_kind(inst), read_collective(inst, topology), describe(inst))
+    if type(topology) is Trials:  # several input sets at once: each trial's own groups
+        reading = topology.per_trial(read_collective(inst, topology.topology))
+    else:
+        reading = read_collective(inst, topology)
+    read = (collective_kind(inst), reading, describe(inst))
     table[inst] = (key, read)
     return read
 
