@@ -16,8 +16,6 @@ Choices where XLA is silent or lenient are documented on the rule that makes the
 
 from __future__ import annotations
 
-import functools
-
 from neuron_sim.hlo.checks.core import Context, HloCheckError, Invalid, error_for, fmt
 from neuron_sim.hlo.checks.groups import smallest_topology
 from neuron_sim.hlo.checks.helpers import compatible_ignoring_fp
@@ -92,16 +90,26 @@ def infer_shape(inst: HloInstruction, topology: Topology | None = None, *,
         raise error_for(inst, str(exc)) from None
 
 
+# Shape object id -> (the shape, its problem): see _check_declared_shape.
+_DECLARED: dict[int, tuple[Shape, str | None]] = {}
+_DECLARED_KEPT = 4096
+
+
 def _check_declared_shape(shape: Shape) -> str | None:
     """What is wrong with a declared shape on its own (negative dims, a bad layout), if anything.
-    A function of the shape alone, an immutable value: kept for the shapes met most."""
-    try:
-        return _declared_shape_problem(shape)
-    except TypeError:  # a shape that cannot be hashed (a list where a tuple belongs)
-        return _declared_shape_problem.__wrapped__(shape)
+    A function of the shape alone, an immutable value, which clones and rewrites share: kept
+    per shape object (by identity: hashing a shape costs about half as much as checking it),
+    for the last few thousand shapes (each kept alive while it is kept, so its id stays its)."""
+    found = _DECLARED.get(id(shape))
+    if found is not None and found[0] is shape:
+        return found[1]
+    problem = _declared_shape_problem(shape)
+    if len(_DECLARED) >= _DECLARED_KEPT:
+        _DECLARED.clear()
+    _DECLARED[id(shape)] = (shape, problem)
+    return problem
 
 
-@functools.lru_cache(maxsize=4096)
 def _declared_shape_problem(shape: Shape) -> str | None:
     for leaf in shape.leaves():
         if not leaf.element_type.is_array_type and leaf.rank:
