@@ -39,7 +39,9 @@ class Contract:
     expects_change: bool = False    # True only for changes-results: a difference is expected
 
     def allowed(self, source: np.ndarray, target: np.ndarray) -> np.ndarray:
-        """Elementwise: may the target hold this value where the source holds that one?"""
+        """Elementwise: may the target hold this value where the source holds that one? True
+        wherever ``equal_mask`` is (the source's own value is always allowed: the verifier
+        skips outputs that are the source's bit for bit)."""
         raise NotImplementedError
 
     def describe(self) -> str:
