@@ -47,6 +47,7 @@ from neuron_sim.verify.execution import (FailureKind, Outcome, Runner, run_outco
                                          target_limit)
 from neuron_sim.verify.inputs import exact_counterpart, generate_inputs, given_inputs, style_of_trial
 from neuron_sim.verify.result import Counterexample, Status, TopologyVerdict
+from neuron_sim.verify.trial_batches import TrialBatches
 
 TARGET_MALFORMED = "ERROR: Target is malformed"
 TARGET_FAILS = "ERROR: Target fails where source does not"
@@ -361,11 +362,20 @@ def verify_topology(source: HloModule, target: HloModule, topology: Topology, *,
     reassociation: Counterexample | None = None
     plan = [("given", 0)] if inputs is not None else \
         [(style_of_trial(t), t) for t in range(trials)]
-    for style, number in plan:
+    # The first set runs alone; the others together when it was fast (trial_batches.py).
+    batches = TrialBatches(runner, source, target, topology, seed)
+    sets: dict[int, list] = {}
+    trial_runner = batches.first()
+    for index, (style, number) in enumerate(plan):
+        if index == 1:
+            sets = {n: generate_inputs(source, topology, seed=seed, trial=n)
+                    for _, n in plan[1:]}
+            trial_runner = batches.rest(list(sets.values()))
         values = given_inputs(source, inputs, topology) if inputs is not None else \
+            sets[number] if number in sets else \
             generate_inputs(source, topology, seed=seed, trial=number)
-        found = _run_trial(source, target, topology, values, style, contract, runner, seed,
-                           timeout, checks)
+        found = _run_trial(source, target, topology, values, style, contract, trial_runner,
+                           seed, timeout, checks)
         if found is None:
             verdict.compared += 1
             continue

@@ -42,7 +42,9 @@ UNSUPPORTED_ERRORS = (Unimplemented, ElidedLiteralError, NotImplementedError,
 
 def default_runner(backend: str = "local", max_memory: int | None = None) -> Runner:
     """``interpreter.run`` on ``backend`` ("local" or "mpi"), refusing a run whose estimated
-    memory exceeds ``max_memory`` bytes (None: no limit)."""
+    memory exceeds ``max_memory`` bytes (None: no limit). The local runner also has
+    ``run_trials(module, input_sets, topology, seed)``: the runs of several input sets from one
+    execute (``interpreter.trials``)."""
     def runner(module: HloModule, inputs: list, topology: Topology, seed: int, *,
                devices: np.ndarray | None = None) -> list:
         if devices is None:
@@ -52,7 +54,17 @@ def default_runner(backend: str = "local", max_memory: int | None = None) -> Run
                                    backend=backend, seed=seed, max_memory=max_memory,
                                    devices=devices).outputs
 
+    def run_trials(module: HloModule, input_sets: list, topology: Topology, seed: int
+                   ) -> list[list]:
+        """Per input set, what ``runner`` gives on it, from one execute of all of them."""
+        from neuron_sim.interpreter.trials import execute_trials
+
+        return execute_trials(module, [input_arrays(inputs) for inputs in input_sets],
+                              topology, seed, max_memory=max_memory)
+
     runner.takes_devices = backend == "local"  # type: ignore[attr-defined]
+    if backend == "local":  # several input sets in one execute (verify/trial_batches.py)
+        runner.run_trials = run_trials  # type: ignore[attr-defined]
     return runner
 
 
