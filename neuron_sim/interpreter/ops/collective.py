@@ -97,7 +97,11 @@ def _read(inst, topology) -> tuple:
            tuple((o.name, o.shape) for o in inst.operands), tuple(inst.attrs.items()))
     # Kept in the computation's own ``derived`` caches: the key refers to the instruction's
     # attributes (its to_apply computation), so a global table would keep the module alive.
-    table = inst.parent.derived.setdefault(_read, {}) if inst.parent is not None else {}
+    # Several input sets at once (``Trials``) keep theirs beside the topology's own: the
+    # verifier runs a topology's first set alone and the others together, alternating.
+    trials = type(topology) is Trials
+    table = inst.parent.derived.setdefault((_read, trials), {}) if inst.parent is not None \
+        else {}
     kept = table.get(inst)
     if kept is not None:
         try:
@@ -105,7 +109,7 @@ def _read(inst, topology) -> tuple:
                 return kept[1]
         except (TypeError, ValueError):  # an attribute value that does not compare as a bool
             pass
-    if type(topology) is Trials:  # several input sets at once: each trial's own groups
+    if trials:  # each trial's own groups
         reading = topology.per_trial(read_collective(inst, topology.topology))
     else:
         reading = read_collective(inst, topology)
