@@ -269,7 +269,37 @@ def bench_verify(rounds: int) -> list[dict]:
             auto_per_s=statistics.median(wall["auto"]), auto_cpu_per_s=cpu["auto"],
             sampled_per_s=statistics.median(wall["sampled"]),
             sampled_cpu_per_s=cpu["sampled"]))
+    records.append(bench_trial_batches(rounds))
     return records
+
+
+def bench_trial_batches(rounds: int) -> dict:
+    """``check_modules`` (sampled, 7 trials) of a dispatch-bound pair at 8 devices — a while
+    loop of 20 f32[64] ops x 200 steps, source and target parsed apart — with the input sets
+    after the first run together (``verify.trial_batches``) / each set run alone: the batches
+    must not be slower."""
+    from neuron_sim.verify import trial_batches
+    from neuron_sim.verify.api import VerifyOptions, check_modules
+
+    text = _loop_module(8, 20, 200)
+    options = VerifyOptions(proof="sampled")
+    below = trial_batches.BATCH_BELOW_SECONDS
+
+    def verify(batched: bool) -> Callable[[], float]:
+        def measure() -> float:
+            trial_batches.BATCH_BELOW_SECONDS = below if batched else 0.0
+            try:
+                return seconds(lambda: check_modules(parse_module(text), parse_module(text),
+                                                     options=options), 3)
+            finally:
+                trial_batches.BATCH_BELOW_SECONDS = below
+        return measure
+
+    times = alternating({"together": verify(True), "alone": verify(False)}, rounds)
+    return goal("verify of a 20-op x 200-step loop at 8 devices, input sets together / alone",
+                ratios(times["together"], times["alone"]), 1.0,
+                together_s=statistics.median(times["together"]),
+                alone_s=statistics.median(times["alone"]))
 
 
 # --------------------------------------------------------------------------------------------
