@@ -123,6 +123,20 @@ def _progress(runner: Runner, name: str) -> Iterator[Runner]:
                 update(advance=1)
 
         shown.takes_devices = getattr(runner, "takes_devices", False)  # type: ignore[attr-defined]
+        run_trials = getattr(runner, "run_trials", None)
+        if run_trials is not None:  # several input sets in one execute (verify/trial_batches.py)
+            def shown_trials(module: HloModule, sets: list, topology: Topology,
+                             seed: int) -> list:
+                executions[0] += len(sets)
+                update(description=f"{name}: executions {executions[0] - len(sets) + 1}-"
+                                   f"{executions[0]} ({module.name} on topology {topology}, "
+                                   f"{len(sets)} input sets at once)")
+                try:
+                    return run_trials(module, sets, topology, seed)
+                finally:
+                    update(advance=len(sets))
+
+            shown.run_trials = shown_trials  # type: ignore[attr-defined]
         yield shown
 
 

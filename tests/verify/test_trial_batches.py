@@ -104,3 +104,31 @@ def test_a_failed_batch_runs_each_set_alone_to_the_same_report(path: Path) -> No
     attempts: list[int] = []
     assert _report(path, _failing_batches_runner(attempts)) == \
         _report(path, _one_by_one_runner())
+
+
+def test_the_status_line_counts_a_batch_as_its_input_sets(monkeypatch) -> None:
+    """With a terminal, ``neuron-sim verify`` shows each execution on a status line; the
+    runner it wraps keeps ``run_trials``, and a batch of 6 sets advances the line by 6: a
+    verification of a pair at 8 devices (7 sets, source and target) advances it by 14 in all,
+    as one by one."""
+    import contextlib
+
+    from neuron_sim.verify import commands
+
+    advanced: list[int] = []
+
+    @contextlib.contextmanager
+    def terminal(columns, description):
+        def update(description=None, advance=0, **_):
+            advanced.append(advance)
+        yield update
+
+    monkeypatch.setattr(commands, "terminal_progress", terminal)
+    path = DATA / "xla_all_reduce_deleted_fixed.hlo"
+    with commands._progress(default_runner(), "pair") as runner:
+        assert callable(getattr(runner, "run_trials", None))
+        _report(path, runner)
+    before, after, header = read_pair_file(path)
+    topologies = header.get("topologies", "").split() or [None]
+    assert sum(advanced) == 2 * DEFAULT_TRIALS * len(topologies)
+    assert DEFAULT_TRIALS - 1 in advanced
