@@ -113,8 +113,17 @@ class VerifyOptions:
                             f"{', '.join(VERIFY_BACKENDS)}")
 
     def replace(self, **changes: Any) -> VerifyOptions:
-        """A variant with ``changes`` (field names), validated like the original."""
-        return dataclasses.replace(self, **changes)
+        """A variant with ``changes`` (field names), normalized and validated like the original
+        (``dataclasses.replace``'s result, made without running the generated constructor:
+        the verifier derives a variant for every pass and every candidate it checks)."""
+        unknown = changes.keys() - _FIELD_NAMES
+        if unknown:
+            raise TypeError(f"VerifyOptions has no field {sorted(unknown)[0]!r}")
+        variant = object.__new__(VerifyOptions)
+        variant.__dict__.update(self.__dict__)
+        variant.__dict__.update(changes)
+        variant.__post_init__()
+        return variant
 
     @property
     def proof_mode(self) -> str:
@@ -126,3 +135,6 @@ class VerifyOptions:
         if self.topologies is not None:
             return list(self.topologies)
         return [Topology(module.replica_count, module.num_partitions)]
+
+
+_FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(VerifyOptions))

@@ -112,3 +112,18 @@ def test_replace_changes_only_what_it_names():
 def test_the_entry_points_take_at_most_six_parameters():
     for function in (check_pass, check_modules):
         assert len(inspect.signature(function).parameters) <= 6, function.__name__
+
+
+def test_replace_normalizes_a_variant_as_the_constructor_does():
+    """The variant equals the record made from the original's fields and the changes:
+    a contract named by its string, pass options copied into a read-only mapping, topologies
+    parsed."""
+    given = {"seed": "3"}
+    variant = VerifyOptions(trials=2).replace(contract="refinement", pass_options=given,
+                                              topologies=[Topology(2, 1)])
+    assert variant == dataclasses.replace(VerifyOptions(trials=2), contract="refinement",
+                                          pass_options=given, topologies=[Topology(2, 1)])
+    assert variant.contract is INFINITY_TO_FINITE
+    given["seed"] = "4"
+    assert dict(variant.pass_options) == {"seed": "3"}
+    assert variant.topologies == (Topology(2, 1),)
