@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 
 import neuron_sim.interpreter as interpreter
@@ -43,3 +46,26 @@ def scalar_computation(name: str, op: str, element_type: str, *, direction: str 
 
 ADD_F32 = scalar_computation("add_f32", "add", "f32")
 ADD_S32 = scalar_computation("add_s32", "add", "s32")
+
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def runnable_corpus() -> list[tuple[str, Path, Path]]:
+    """(id, module file, npz with its inputs) of every runnable module of the front ends'
+    corpora: JAX 0.10 and 0.12 (tests/data/jax, jax_0_12) and PyTorch/XLA (torch_xla), as
+    their manifests mark them."""
+    cases = []
+    for folder in ("jax", "jax_0_12"):
+        for entry in json.loads((DATA / folder / "MANIFEST.json").read_text()):
+            if entry["runnable"]:
+                name = entry["name"]
+                cases.append((f"{folder}/{name}", DATA / folder / f"{name}.hlo",
+                              DATA / folder / f"{name}.npz"))
+    for entry in json.loads((DATA / "torch_xla" / "MANIFEST.json").read_text()):
+        runnable = entry.get("runnable", True)  # a bool, or one per module
+        for module_file in entry["modules"]:
+            if runnable.get(module_file, True) if isinstance(runnable, dict) else runnable:
+                cases.append((f"torch_xla/{module_file}", DATA / "torch_xla" / module_file,
+                              DATA / "torch_xla" / entry["data"]))
+    return cases

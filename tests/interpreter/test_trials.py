@@ -4,39 +4,20 @@ on hand-derived collectives whose groups must not cross trials."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import neuron_sim.interpreter as interpreter
-from neuron_sim.hlo import parse_module, parse_module_file
+from interp_helpers import DATA, runnable_corpus
+from neuron_sim.hlo import parse_module_file
 from neuron_sim.interpreter.errors import InterpreterError, Unimplemented
 from neuron_sim.interpreter.trials import execute_trials
 from neuron_sim.io import read_npz
 from neuron_sim.topology import Topology
 
-DATA = Path(__file__).resolve().parents[1] / "data"
-
-
-def _corpus() -> list[tuple[str, Path, Path]]:
-    cases = []
-    for folder in ("jax", "jax_0_12"):
-        for entry in json.loads((DATA / folder / "MANIFEST.json").read_text()):
-            if entry["runnable"]:
-                cases.append((f"{folder}/{entry['name']}", DATA / folder / f"{entry['name']}.hlo",
-                              DATA / folder / f"{entry['name']}.npz"))
-    for entry in json.loads((DATA / "torch_xla" / "MANIFEST.json").read_text()):
-        runnable = entry.get("runnable", True)
-        for module in entry["modules"]:
-            if runnable.get(module, True) if isinstance(runnable, dict) else runnable:
-                cases.append((f"torch_xla/{module}", DATA / "torch_xla" / module,
-                              DATA / "torch_xla" / entry["data"]))
-    return cases
-
-
-CORPUS = _corpus()
+CORPUS = runnable_corpus()
 
 
 def _rolled(inputs: dict[str, np.ndarray], devices: int) -> dict[str, np.ndarray]:

@@ -9,41 +9,19 @@ per-device results."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import neuron_sim.interpreter as interpreter
+from interp_helpers import runnable_corpus
 from neuron_sim.hlo import parse_module, parse_module_file
 from neuron_sim.interpreter import module_facts
 from neuron_sim.interpreter.module_facts import facts_of
 from neuron_sim.io import read_npz
 
-DATA = Path(__file__).resolve().parents[1] / "data"
-
-
-def _corpus() -> list[tuple[str, Path, Path]]:
-    """(id, module file, npz of inputs) of every runnable corpus module."""
-    cases = []
-    for folder in ("jax", "jax_0_12"):
-        for entry in json.loads((DATA / folder / "MANIFEST.json").read_text()):
-            if entry["runnable"]:
-                name = entry["name"]
-                cases.append((f"{folder}/{name}", DATA / folder / f"{name}.hlo",
-                              DATA / folder / f"{name}.npz"))
-    for entry in json.loads((DATA / "torch_xla" / "MANIFEST.json").read_text()):
-        runnable = entry.get("runnable", True)  # a bool, or one per module
-        for module in entry["modules"]:
-            if not (runnable.get(module, True) if isinstance(runnable, dict) else runnable):
-                continue
-            cases.append((f"torch_xla/{module}", DATA / "torch_xla" / module,
-                          DATA / "torch_xla" / entry["data"]))
-    return cases
-
-
-CORPUS = _corpus()
+CORPUS = runnable_corpus()
 
 
 def _outputs(path: Path, data: Path, walked: int) -> list[np.ndarray]:
