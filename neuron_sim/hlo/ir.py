@@ -512,7 +512,7 @@ class HloModule:
             if start in seen:
                 continue
             seen.add(start)
-            stack = [(start, iter([c for i in start.instructions for c in i.called_computations]))]
+            stack = [(start, iter(_called_in_order(start)))]
             while stack:
                 comp, callees = stack[-1]
                 callee = next((c for c in callees if c not in seen), None)
@@ -521,8 +521,7 @@ class HloModule:
                     order.append(comp)
                     continue
                 seen.add(callee)
-                stack.append((callee, iter([c for i in callee.instructions
-                                            for c in i.called_computations])))
+                stack.append((callee, iter(_called_in_order(callee))))
         return order
 
     def fusion_computations(self) -> set[HloComputation]:
@@ -697,6 +696,15 @@ def print_module(module: HloModule) -> str:
                                    signature=module.style_signatures,
                                    index_comments=module.style_index_comments))
     return "\n\n".join(blocks) + "\n\n"
+
+
+def _called_in_order(computation: HloComputation) -> list[HloComputation]:
+    """Every computation ``computation``'s instructions call, in instruction and attribute
+    order (``called_computations`` of each), asked only of instructions whose attributes name
+    one."""
+    calls_none = COMPUTATION_ATTRIBUTES.isdisjoint
+    return [called for inst in computation.instructions if not calls_none(inst.attrs)
+            for called in inst.called_computations]
 
 
 def _callees(computation: HloComputation) -> list[HloComputation]:
