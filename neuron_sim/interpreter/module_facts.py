@@ -8,7 +8,8 @@ execute compares the module against the snapshot: the computation list, each com
 instruction list, every instruction's opcode, shape and operands (list comparisons that stop
 at the first difference, identity first), and every attribute that names a computation or a
 tuple index (compared by identity). Modules are mutable (passes rewrite them); any difference
-rebuilds the facts, and with them the plans.
+rebuilds the facts, and with them the plans. The facts also count how often each computation
+has been walked before it gets its plan (``WALKED_EVALUATIONS``).
 """
 
 from __future__ import annotations
@@ -73,8 +74,8 @@ class ModuleFacts:
 
     def plan(self, computation: HloComputation) -> Plan | None:
         """``computation``'s plan, or None while it has been evaluated fewer than
-        ``WALKED_EVALUATIONS`` times (the caller walks it: see the module docstring); a
-        computation of another module gets its own check."""
+        ``WALKED_EVALUATIONS`` times (the caller walks it, and this counts the evaluation);
+        a computation of another module gets its own check."""
         plan = self.plans.get(computation)
         if plan is None:
             count = self._evaluations.get(computation, 0)
