@@ -23,9 +23,10 @@ The registry (``neuron_sim.passes.registry``) and PassPipeline
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -142,17 +143,25 @@ class HloPass:
         beside the original (the verifier, the minimizer): ``run`` on a clone of its own would
         copy the module twice."""
         context = self.bind(context)
-        self.rewrites = []
         work = module.clone()
-        try:
+        with self.failing_as_pass_error(module):
             changed = bool(self.run_on_module(work, context))
-        except PassError:  # a nested pass already said which pass failed
+        return work if changed else None
+
+    @contextlib.contextmanager
+    def failing_as_pass_error(self, module: HloModule) -> Iterator[None]:
+        """Around a run on (a copy of) ``module``: ``rewrites`` starts empty; any failure
+        empties it and raises this pass's PassError (a nested pass's PassError as it is: it
+        already says which pass failed)."""
+        self.rewrites = []
+        try:
+            yield
+        except PassError:
             self.rewrites = []
             raise
         except Exception as exc:
             self.rewrites = []
             raise self.failure(module, exc) from exc
-        return work if changed else None
 
     def failure(self, module: HloModule, exc: Exception) -> PassError:
         """The PassError of this pass failing on ``module`` with ``exc``."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from neuron_sim.hlo.ir import HloModule
-from neuron_sim.passes.base import HloPass, PassError, resolve_pass_options
+from neuron_sim.passes.base import HloPass, resolve_pass_options
 from neuron_sim.passes.context import PassContext
 from neuron_sim.passes.registry import get_pass
 
@@ -53,9 +53,8 @@ class PassPipeline(HloPass):
             resolve_pass_options(self.passes, (context or PassContext()).options)
         self.results = []
         context = self.bind(context)
-        self.rewrites = []
         work: HloModule | None = None
-        try:
+        with self.failing_as_pass_error(module):
             for hlo_pass in self.passes:
                 if work is None:
                     work = _rewritten(hlo_pass, module, context)
@@ -63,12 +62,6 @@ class PassPipeline(HloPass):
                 else:
                     pass_changed = _run(hlo_pass, work, context)
                 self._record(hlo_pass, pass_changed)
-        except PassError:  # a nested pass already said which pass failed
-            self.rewrites = []
-            raise
-        except Exception as exc:
-            self.rewrites = []
-            raise self.failure(module, exc) from exc
         return work
 
     def run_on_module(self, module: HloModule, context: PassContext) -> bool:
