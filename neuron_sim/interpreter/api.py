@@ -102,6 +102,29 @@ def _require_static_sizes(facts: ModuleFacts) -> None:
             f"{inst.shape} has no size until the dimension is bounded or refined", inst)
 
 
+def module_and_topology(module: HloModule | str, topology: Topology | None
+                        ) -> tuple[HloModule, Topology]:
+    """The module (parsed from text) and the topology to run it on (default: its header's)."""
+    if isinstance(module, str):
+        module = parse_module(module)
+    if topology is None:
+        topology = _header_topology(module.replica_count, module.num_partitions)
+    return module, topology
+
+
+def ready_to_run(module: HloModule, topology: Topology, max_memory: int | None,
+                 executed: int | None, time_limit: float | None
+                 ) -> tuple[ModuleFacts, Deadline | None]:
+    """What an execute checks before its arguments: the module's facts (no unbounded
+    dimension), its memory estimate for ``executed`` devices (default: all of ``topology``)
+    within ``max_memory``, and the deadline of ``time_limit`` seconds."""
+    facts = facts_of(module)
+    _require_static_sizes(facts)
+    if max_memory is not None:
+        require_memory(module, topology, max_memory, executed=executed)
+    return facts, None if time_limit is None else Deadline(time_limit)
+
+
 def execute(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] | None = None,
             topology: Topology | None = None, backend: str = "local", seed: int | None = None,
             *, time_limit: float | None = None, max_memory: int | None = None,
@@ -117,22 +140,15 @@ def execute(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] |
     reached by only some of its members raises ``CollectiveMismatchError``, as under
     device-divergent control flow); ``neuron_sim.verify.device_subsets`` finds such sets.
     """
-    if isinstance(module, str):
-        module = parse_module(module)
-    if topology is None:
-        topology = _header_topology(module.replica_count, module.num_partitions)
+    module, topology = module_and_topology(module, topology)
     rows = None if devices is None else np.asarray(devices, dtype=np.int64)
     if rows is not None and (rows.ndim != 1 or len(rows) == 0 or rows.min() < 0 or
                              rows.max() >= topology.num_devices or
                              len(np.unique(rows)) != len(rows)):
         raise ValueError(f"devices must be distinct flattened ids of topology {topology}")
     num_devices = topology.num_devices if rows is None else len(rows)
-    facts = facts_of(module)
-    _require_static_sizes(facts)
-    if max_memory is not None:
-        require_memory(module, topology, max_memory,
-                       executed=None if rows is None else num_devices)
-    deadline = None if time_limit is None else Deadline(time_limit)
+    facts, deadline = ready_to_run(module, topology, max_memory,
+                                   None if rows is None else num_devices, time_limit)
     args = prepare_arguments(module, topology, inputs, seed, rows, signature=facts.signature)
     evaluator = Evaluator(module, topology, make_transport(backend, topology.num_devices), seed,
                           deadline, facts=facts)

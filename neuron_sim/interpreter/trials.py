@@ -21,16 +21,14 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from neuron_sim.hlo import HloModule, Opcode, parse_module
+from neuron_sim.hlo import HloModule, Opcode
 from neuron_sim.topology import Topology
 
-from neuron_sim.interpreter.api import _header_topology, _require_static_sizes
+from neuron_sim.interpreter.api import module_and_topology, ready_to_run
 from neuron_sim.interpreter.arguments import prepare_arguments
 from neuron_sim.interpreter.backends import make_transport
 from neuron_sim.interpreter.errors import Unimplemented
-from neuron_sim.interpreter.evaluator import Deadline, Evaluator
-from neuron_sim.interpreter.memory import require_memory
-from neuron_sim.interpreter.module_facts import facts_of
+from neuron_sim.interpreter.evaluator import Evaluator
 from neuron_sim.interpreter.trial_topology import Trials
 from neuron_sim.interpreter.values import (TOKEN, PerDevice, Replicated, TupleValue, Value,
                                            leaves, output_rows, stacked)
@@ -51,27 +49,20 @@ def execute_trials(module: HloModule | str,
     seed).outputs`` would give (one ``[D, *shape]`` array per result leaf, the caller's own),
     from one execute over all of them. ``time_limit`` bounds the whole run, ``max_memory``
     its estimate on every trial's devices."""
-    if isinstance(module, str):
-        module = parse_module(module)
-    if topology is None:
-        topology = _header_topology(module.replica_count, module.num_partitions)
+    module, topology = module_and_topology(module, topology)
     count = len(trial_inputs)
-    facts = facts_of(module)
-    _require_static_sizes(facts)
     reads_frame = next((i for c in module.computations for i in c.instructions
                         if i.opcode in _PER_FRAME_OPCODES), None)
     if reads_frame is not None:
         raise Unimplemented(reads_frame.opcode.spelling, "not run on several input sets at once",
                             reads_frame)
     trials = Trials(topology, count)
-    if max_memory is not None:
-        require_memory(module, topology, max_memory, executed=trials.num_devices)
-    deadline = None if time_limit is None else Deadline(time_limit)
+    facts, deadline = ready_to_run(module, topology, max_memory, trials.num_devices, time_limit)
     per_trial = [prepare_arguments(module, topology, inputs, seed, signature=facts.signature)
                  for inputs in trial_inputs]
     size = topology.num_devices
     args = [_on_every_trial([values[i] for values in per_trial], size)
-            for i in range(len(per_trial[0]))] if per_trial else []
+            for i in range(len(per_trial[0]))]
     evaluator = Evaluator(module, trials, make_transport("local", trials.num_devices), seed,
                           deadline, facts=facts)
     result = evaluator.run_entry(args)

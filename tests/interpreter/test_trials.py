@@ -11,7 +11,7 @@ import pytest
 
 import neuron_sim.interpreter as interpreter
 from interp_helpers import DATA, runnable_corpus
-from neuron_sim.hlo import parse_module_file
+from neuron_sim.hlo import parse_module, parse_module_file
 from neuron_sim.interpreter.errors import InterpreterError, Unimplemented
 from neuron_sim.interpreter.trials import execute_trials
 from neuron_sim.io import read_npz
@@ -124,3 +124,19 @@ def test_send_and_recv_are_not_run_on_several_input_sets() -> None:
     module = parse_module_file(DATA / "torch_xla" / "send_recv_ring.paired.hlo")
     with pytest.raises(Unimplemented, match="send|recv"):
         execute_trials(module, [{}, {}], seed=0)
+
+
+def test_the_memory_limit_counts_every_set_s_devices() -> None:
+    """A limit that one set of an f32[65536] negate on 2 devices fits (the module's own
+    estimate for its topology) is too small for 4 sets at once, which hold 4 x 2 rows: the
+    run is refused before it starts, as ``execute`` refuses a module that does not fit."""
+    from neuron_sim.interpreter.memory import MemoryLimitExceeded, estimate_memory
+
+    text = ("HloModule m, num_partitions=2\nENTRY main {\n  x = f32[65536] parameter(0)\n"
+            "  ROOT n = f32[65536] negate(x)\n}\n")
+    module = parse_module(text)
+    limit = estimate_memory(module, Topology(1, 2)).peak_bytes
+    x = np.ones(65536, np.float32)
+    assert interpreter.run(module, [x], max_memory=limit)[0].shape == (2, 65536)
+    with pytest.raises(MemoryLimitExceeded):
+        execute_trials(module, [[x]] * 4, max_memory=limit)

@@ -24,8 +24,11 @@ from neuron_sim.io import read_npz
 CORPUS = runnable_corpus()
 
 
-def _outputs(path: Path, data: Path, walked: int) -> list[np.ndarray]:
-    module_facts.WALKED_EVALUATIONS = walked
+def _outputs(path: Path, data: Path, walked: int, monkeypatch: pytest.MonkeyPatch
+             ) -> list[np.ndarray]:
+    """The module's outputs on its corpus inputs, every computation walked on its first
+    ``walked`` evaluations."""
+    monkeypatch.setattr(module_facts, "WALKED_EVALUATIONS", walked)
     inputs = {k: v for k, v in read_npz(data).items() if k.startswith("arg")}
     return interpreter.run(parse_module_file(path), inputs)
 
@@ -37,9 +40,8 @@ def test_the_corpora_are_all_here() -> None:
 @pytest.mark.parametrize("name,path,data", CORPUS, ids=[c[0] for c in CORPUS])
 def test_walked_and_planned_runs_are_bit_identical(name: str, path: Path, data: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(module_facts, "WALKED_EVALUATIONS", module_facts.WALKED_EVALUATIONS)
-    walked = _outputs(path, data, 1 << 30)
-    planned = _outputs(path, data, 0)
+    walked = _outputs(path, data, 1 << 30, monkeypatch)
+    planned = _outputs(path, data, 0, monkeypatch)
     assert len(walked) == len(planned)
     for j, (a, b) in enumerate(zip(walked, planned)):
         assert a.shape == b.shape and a.dtype == b.dtype, f"output {j}"
