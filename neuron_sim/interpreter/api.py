@@ -102,7 +102,7 @@ def _require_static_sizes(facts: ModuleFacts) -> None:
             f"{inst.shape} has no size until the dimension is bounded or refined", inst)
 
 
-def module_and_topology(module: HloModule | str, topology: Topology | None
+def parsed_with_topology(module: HloModule | str, topology: Topology | None
                         ) -> tuple[HloModule, Topology]:
     """The module (parsed from text) and the topology to run it on (default: its header's)."""
     if isinstance(module, str):
@@ -140,7 +140,7 @@ def execute(module: HloModule | str, inputs: Sequence[Any] | Mapping[str, Any] |
     reached by only some of its members raises ``CollectiveMismatchError``, as under
     device-divergent control flow); ``neuron_sim.verify.device_subsets`` finds such sets.
     """
-    module, topology = module_and_topology(module, topology)
+    module, topology = parsed_with_topology(module, topology)
     rows = None if devices is None else np.asarray(devices, dtype=np.int64)
     if rows is not None and (rows.ndim != 1 or len(rows) == 0 or rows.min() < 0 or
                              rows.max() >= topology.num_devices or

@@ -24,7 +24,7 @@ import numpy as np
 from neuron_sim.hlo import HloModule, Opcode
 from neuron_sim.topology import Topology
 
-from neuron_sim.interpreter.api import module_and_topology, ready_to_run
+from neuron_sim.interpreter.api import parsed_with_topology, ready_to_run
 from neuron_sim.interpreter.arguments import prepare_arguments
 from neuron_sim.interpreter.backends import make_transport
 from neuron_sim.interpreter.errors import Unimplemented
@@ -49,7 +49,7 @@ def execute_trials(module: HloModule | str,
     seed).outputs`` would give (one ``[D, *shape]`` array per result leaf, the caller's own),
     from one execute over all of them. ``time_limit`` bounds the whole run, ``max_memory``
     its estimate on every trial's devices."""
-    module, topology = module_and_topology(module, topology)
+    module, topology = parsed_with_topology(module, topology)
     count = len(trial_inputs)
     reads_frame = next((i for c in module.computations for i in c.instructions
                         if i.opcode in _PER_FRAME_OPCODES), None)
